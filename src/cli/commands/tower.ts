@@ -1,0 +1,154 @@
+// `svc tower serve` runs the backend in the foreground; `svc tower keys` manages the node
+// JWT signing keys.
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { parseDuration } from '../../lib/duration.js';
+import { createLogger } from '../../lib/log.js';
+import { SvcError } from '../../protocol/errors.js';
+import { createTower } from '../../tower/tower.js';
+import { type CommandDeps, globals } from '../deps.js';
+import { print, table } from '../output.js';
+import { UsageError } from '../run.js';
+
+export function parseListen(listen: string): { host: string; port: number } {
+  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(listen);
+  const port = Number(m?.[2]);
+  if (!m?.[1] || !Number.isInteger(port) || port > 65535) {
+    throw new UsageError(
+      `invalid --listen "${listen}": expected HOST:PORT, e.g. 127.0.0.1:8008 (port 0 picks a free one)`,
+    );
+  }
+  return { host: m[1].replace(/^\[|\]$/g, ''), port };
+}
+
+/** "600" (per minute), "600/1m", "100/10s", or "0" to disable. */
+export function parseRateLimit(text: string): { limit: number; windowMs: number } {
+  const m = /^(\d+)(?:\/(.+))?$/.exec(text.trim());
+  if (!m) throw new UsageError(`invalid --rate-limit "${text}": expected N or N/<duration>, e.g. 600/1m`);
+  try {
+    return { limit: Number(m[1]), windowMs: m[2] ? parseDuration(m[2]) : 60_000 };
+  } catch (e) {
+    throw new UsageError(`invalid --rate-limit "${text}": ${(e as Error).message}`);
+  }
+}
+
+interface ServeFlags {
+  listen: string;
+  database?: string;
+  dataDir?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  oidcIssuer?: string;
+  oidcAudience?: string;
+  oidcDomainsClaim?: string;
+  oidcJwksCooldown?: string;
+  rateLimit?: string;
+  eventRetention?: string;
+  logLevel: string;
+}
+
+export function registerTower(program: Command, deps: CommandDeps): void {
+  const tower = program.command('tower').description('run and administer the tower (the backend)');
+
+  tower
+    .command('serve')
+    .description('run the tower in the foreground (SQLite in $SVC_HOME/tower unless --database)')
+    .option('--listen <host:port>', 'address to listen on', '127.0.0.1:8008')
+    .option('--database <url>', 'postgres://user@host:5432/db[?schema=NAME] (default: embedded SQLite)')
+    .option('--data-dir <dir>', 'tower data directory (default: $SVC_HOME/tower)')
+    .option('--tls-cert <file>', 'PEM certificate: serve HTTPS')
+    .option('--tls-key <file>', 'PEM private key for --tls-cert')
+    .option('--oidc-issuer <url>', 'accept OIDC JWTs from this issuer (JWKS discovered)')
+    .option('--oidc-audience <aud>', 'required audience of OIDC JWTs')
+    .option('--oidc-domains-claim <name>', 'claim listing the domains of an OIDC user', 'svc_domains')
+    .option('--oidc-jwks-cooldown <duration>', 'minimum time between JWKS refetches', '30s')
+    .option('--rate-limit <n[/window]>', 'requests per principal per window (0 = off)', '6000/1m')
+    .option('--event-retention <duration>', 'how long feed events are kept', '7d')
+    .option('--log-level <level>', 'trace|debug|info|warn|error', 'info')
+    .action(async (flags: ServeFlags) => {
+      const { host, port } = parseListen(flags.listen);
+      if (Boolean(flags.tlsCert) !== Boolean(flags.tlsKey)) {
+        throw new UsageError('--tls-cert and --tls-key go together');
+      }
+      if (Boolean(flags.oidcIssuer) !== Boolean(flags.oidcAudience)) {
+        throw new UsageError('--oidc-issuer and --oidc-audience go together');
+      }
+      const env = deps.io.env;
+      const log = createLogger({ level: flags.logLevel, name: 'tower' });
+      const tls =
+        flags.tlsCert && flags.tlsKey
+          ? { cert: readFileSync(flags.tlsCert), key: readFileSync(flags.tlsKey) }
+          : undefined;
+      const tower = await createTower({
+        database: flags.database ?? env.SVC_DATABASE_URL,
+        dataDir: flags.dataDir ?? deps.io.paths.towerDir,
+        log,
+        ...(tls ? { tls } : {}),
+        ...(flags.oidcIssuer && flags.oidcAudience
+          ? {
+              oidc: {
+                issuer: flags.oidcIssuer,
+                audience: flags.oidcAudience,
+                domainsClaim: flags.oidcDomainsClaim,
+                jwksCooldownMs:
+                  flags.oidcJwksCooldown === '0' ? 0 : parseDuration(flags.oidcJwksCooldown ?? '30s'),
+              },
+            }
+          : {}),
+        rateLimit: parseRateLimit(flags.rateLimit ?? '6000/1m'),
+        eventRetentionMs: parseDuration(flags.eventRetention ?? '7d'),
+      });
+      let url: string;
+      try {
+        url = await tower.listen(host, port);
+      } catch (e) {
+        await tower.stop();
+        throw new SvcError('unavailable', `cannot listen on ${flags.listen}: ${(e as Error).message}`);
+      }
+      deps.io.out(`svc tower listening on ${url} (${tower.ctx.store.describe})`);
+      await new Promise<void>((resolve) => {
+        const onSignal = (sig: string) => {
+          log.info({ signal: sig }, 'shutting down');
+          process.off('SIGTERM', onSignal);
+          process.off('SIGINT', onSignal);
+          void tower.stop().then(resolve);
+        };
+        process.on('SIGTERM', onSignal);
+        process.on('SIGINT', onSignal);
+      });
+    });
+
+  const keys = tower.command('keys').description('node JWT signing keys');
+  keys
+    .command('list')
+    .description('list signing keys')
+    .action(async (_o, cmd: Command) => {
+      const client = await deps.client(cmd);
+      const res = await client.get<{
+        items: { kid: string; created_at: string; retired_at: string | null; active: boolean }[];
+      }>('/admin/signing-keys');
+      print(deps.io, Boolean(globals(cmd).json), res, () =>
+        table(res.items, [
+          { header: 'kid', get: (k) => k.kid },
+          { header: 'created', get: (k) => k.created_at },
+          { header: 'signing', get: (k) => (k.active ? 'yes' : '') },
+        ]),
+      );
+    });
+  keys
+    .command('rotate')
+    .description('add a new signing key; new node JWTs are signed with it, old ones keep verifying')
+    .action(async (_o, cmd: Command) => {
+      const res = await (await deps.client(cmd)).post<{ kid: string }>('/admin/signing-keys/rotate');
+      print(deps.io, Boolean(globals(cmd).json), res, () => `new signing key ${res.kid}`);
+    });
+  keys
+    .command('retire <kid>')
+    .description('stop accepting node JWTs signed with this key')
+    .action(async (kid: string, _o, cmd: Command) => {
+      const res = await (await deps.client(cmd)).post(
+        `/admin/signing-keys/${encodeURIComponent(kid)}/retire`,
+      );
+      print(deps.io, Boolean(globals(cmd).json), res, () => `retired ${kid}`);
+    });
+}

@@ -1,0 +1,12 @@
+// What a command needs from its surroundings, passed in so commands are testable:
+// environment, paths, output streams.
+import type { SvcPaths } from '../lib/home.js';
+
+export interface CliIO {
+  env: NodeJS.ProcessEnv;
+  paths: SvcPaths;
+  out(text: string): void;
+  err(text: string): void;
+  /** Reads all of stdin (for secrets and piped input). */
+  readStdin(): Promise<string>;
+}

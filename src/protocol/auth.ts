@@ -1,0 +1,33 @@
+// Wire shapes of service tokens and node registration.
+import { type Static, Type } from '@sinclair/typebox';
+import { Id, Name, Timestamp } from './common.js';
+import { SCOPES } from './scopes.js';
+
+export const ScopeSchema = Type.Union(SCOPES.map((s) => Type.Literal(s)));
+
+export const Token = Type.Object({
+  id: Id,
+  name: Name,
+  scopes: Type.Array(ScopeSchema),
+  /** null: every domain. */
+  domains: Type.Union([Type.Array(Id), Type.Null()]),
+  expires_at: Type.Union([Timestamp, Type.Null()]),
+  revoked_at: Type.Union([Timestamp, Type.Null()]),
+  created_at: Timestamp,
+});
+export type Token = Static<typeof Token>;
+
+export const TokenCreate = Type.Object(
+  {
+    name: Name,
+    scopes: Type.Array(ScopeSchema, { minItems: 1, uniqueItems: true }),
+    domains: Type.Optional(Type.Array(Id, { minItems: 1, uniqueItems: true })),
+    ttl_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 * 365 * 86400 })),
+  },
+  { additionalProperties: false },
+);
+export type TokenCreate = Static<typeof TokenCreate>;
+
+/** Returned once, at creation: the only time the secret token is shown. */
+export const TokenCreated = Type.Composite([Token, Type.Object({ token: Type.String() })]);
+export type TokenCreated = Static<typeof TokenCreated>;

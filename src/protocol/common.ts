@@ -1,0 +1,26 @@
+// Shapes shared by every record: ids, timestamps, list envelopes and list queries.
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+
+export const Id = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_.:-]+$' });
+export const Timestamp = Type.String({ format: 'date-time' });
+export const Name = Type.String({ minLength: 1, maxLength: 200 });
+export const LongText = Type.String({ maxLength: 100_000 });
+
+export const ListQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+    cursor: Type.Optional(Type.String({ maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+export type ListQuery = Static<typeof ListQuery>;
+
+export const ListOf = <T extends TSchema>(item: T) =>
+  Type.Object({ items: Type.Array(item), next_cursor: Type.Union([Type.String(), Type.Null()]) });
+
+export interface List<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
+export const Empty = Type.Object({}, { additionalProperties: false });

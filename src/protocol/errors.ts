@@ -1,0 +1,98 @@
+// Stable error codes shared by every edge (HTTP problem+json, JSON-RPC, secrets.sock, CLI).
+// Users match on `code`, never on messages; docs/errors.md lists them all.
+
+export const ERROR_CODES = {
+  // request shape
+  invalid_json: { status: 400, title: 'Request body is not valid JSON' },
+  validation_failed: { status: 400, title: 'Request failed validation' },
+  bad_request: { status: 400, title: 'Bad request' },
+  payload_too_large: { status: 413, title: 'Request body too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  // who asks
+  unauthenticated: { status: 401, title: 'Authentication required' },
+  forbidden: { status: 403, title: 'Not allowed' },
+  rate_limited: { status: 429, title: 'Rate limit exceeded' },
+  // what is asked for
+  not_found: { status: 404, title: 'Not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  conflict: { status: 409, title: 'Conflict' },
+  illegal_transition: { status: 409, title: 'Illegal state transition' },
+  stale_lease: { status: 409, title: 'Lease is not current' },
+  already_decided: { status: 409, title: 'Already decided' },
+  // server side
+  internal: { status: 500, title: 'Internal error' },
+  unavailable: { status: 503, title: 'Service unavailable' },
+  // node side (svcd)
+  config_invalid: { status: 400, title: 'Configuration is invalid' },
+  tower_unreachable: { status: 503, title: 'Tower unreachable' },
+  unknown_session: { status: 403, title: 'Unknown secrets session' },
+  not_granted: { status: 403, title: 'Secret not granted to this agent' },
+  secret_not_found: { status: 404, title: 'Secret not found' },
+  agent_not_found: { status: 404, title: 'Agent not found' },
+  node_offline: { status: 503, title: 'Node offline' },
+  not_authorized: { status: 403, title: 'Not authorized' },
+  secret_mismatch: { status: 403, title: 'Attach secret mismatch' },
+  validation_rejected: { status: 422, title: 'Payload rejected by validation' },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface FieldError {
+  /** JSON pointer style path of the offending field, e.g. "body/title". */
+  field: string;
+  message: string;
+}
+
+export interface SvcErrorOptions {
+  errors?: FieldError[];
+  /** Seconds, for rate_limited. */
+  retryAfter?: number;
+  cause?: unknown;
+}
+
+/** The one error type: a stable code, its HTTP status, and a message a user can act on. */
+export class SvcError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly errors?: FieldError[];
+  readonly retryAfter?: number;
+
+  constructor(code: ErrorCode, message: string, opts: SvcErrorOptions = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'SvcError';
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    if (opts.errors) this.errors = opts.errors;
+    if (opts.retryAfter !== undefined) this.retryAfter = opts.retryAfter;
+  }
+}
+
+export function isSvcError(e: unknown): e is SvcError {
+  return e instanceof SvcError;
+}
+
+/** RFC 9457 problem details as the tower sends them. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  errors?: FieldError[];
+}
+
+export function problemOf(e: SvcError): Problem {
+  const p: Problem = {
+    type: `urn:svc:error:${e.code}`,
+    title: ERROR_CODES[e.code].title,
+    status: e.status,
+    detail: e.message,
+    code: e.code,
+  };
+  if (e.errors) p.errors = e.errors;
+  return p;
+}
+
+export function isErrorCode(s: unknown): s is ErrorCode {
+  return typeof s === 'string' && Object.hasOwn(ERROR_CODES, s);
+}

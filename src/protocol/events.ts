@@ -1,0 +1,40 @@
+// The feed event (seed §2, DESIGN §3 Feed). `id` is a decimal string, strictly increasing,
+// also the SSE `id:` field; `type` is the discriminator.
+import { type Static, Type } from '@sinclair/typebox';
+import { Timestamp } from './common.js';
+
+export const EVENT_TYPES = ['approval', 'inbox', 'matrix', 'progress'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+export const EventTypeSchema = Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)));
+
+export const RateLimitBlock = Type.Object({
+  limit: Type.Integer(),
+  remaining: Type.Integer(),
+  reset_at: Timestamp,
+});
+export type RateLimitBlock = Static<typeof RateLimitBlock>;
+
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+export const FeedEvent = Type.Object({
+  id: Type.String({ pattern: '^[0-9]+$' }),
+  ts: Timestamp,
+  type: EventTypeSchema,
+  domain_id: NullableString,
+  mission_id: NullableString,
+  agent_id: NullableString,
+  status: NullableString,
+  payload: Type.Record(Type.String(), Type.Unknown()),
+  rate_limit: Type.Optional(RateLimitBlock),
+});
+export type FeedEvent = Static<typeof FeedEvent>;
+
+/** What a producer hands to the event log; id and ts are assigned on append. */
+export interface NewEvent {
+  type: EventType;
+  domain_id?: string | null;
+  mission_id?: string | null;
+  agent_id?: string | null;
+  status?: string | null;
+  payload: Record<string, unknown>;
+}

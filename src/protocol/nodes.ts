@@ -1,0 +1,40 @@
+// Wire shapes of node registration (DESIGN §3 Auth, §4 node identity).
+import { type Static, Type } from '@sinclair/typebox';
+import { Id, Timestamp } from './common.js';
+
+export const Hostname = Type.String({
+  minLength: 1,
+  maxLength: 253,
+  pattern: '^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$',
+});
+
+export const NodeRegister = Type.Object(
+  {
+    hostname: Hostname,
+    /** Re-register an existing hostname: rotates its JWT (the old one stops working). */
+    force: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type NodeRegister = Static<typeof NodeRegister>;
+
+export const Node = Type.Object({
+  id: Id,
+  hostname: Type.String(),
+  domains: Type.Union([Type.Array(Id), Type.Null()]),
+  online: Type.Boolean(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type Node = Static<typeof Node>;
+
+export const NodeRegistered = Type.Composite([Node, Type.Object({ jwt: Type.String() })]);
+export type NodeRegistered = Static<typeof NodeRegistered>;
+
+/** The node identity file (/etc/svc/node.json), written 0600 by `svc agent node register`. */
+export interface NodeIdentity {
+  node_id: string;
+  hostname: string;
+  backend_url: string;
+  jwt: string;
+}

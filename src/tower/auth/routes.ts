@@ -1,0 +1,163 @@
+// Administration of credentials: service tokens, the tower's signing keys, and node
+// registration (which mints node JWTs).
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { newId, randomToken } from '../../lib/ids.js';
+import { type TokenCreate, TokenCreate as TokenCreateSchema } from '../../protocol/auth.js';
+import { SvcError } from '../../protocol/errors.js';
+import { type Node, type NodeRegister, NodeRegister as NodeRegisterSchema } from '../../protocol/nodes.js';
+import type { TowerContext } from '../context.js';
+import type { NodeRow } from '../store/types.js';
+import { canSeeDomain, type Principal } from './principal.js';
+import { insertToken, listTokens, revokeToken } from './tokens.js';
+
+const IdParam = (name: string) =>
+  Type.Object({ [name]: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
+
+/** Whether a node is online is decided by the control channel (a later area); default: no. */
+export type NodePresence = (nodeId: string) => boolean;
+
+export function nodeFromRow(r: NodeRow, online: boolean): Node {
+  return {
+    id: r.id,
+    hostname: r.hostname,
+    domains: r.domains === null ? null : (JSON.parse(r.domains) as string[]),
+    online,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+
+/** May principal p take over (re-register) a node with these domains? */
+function coversNode(p: Principal, nodeDomains: string[] | null): boolean {
+  if (p.scopes.includes('admin') || p.domains === null) return true;
+  return nodeDomains !== null && nodeDomains.every((d) => canSeeDomain(p, d));
+}
+
+export function authRoutes(presence: NodePresence = () => false) {
+  return (app: FastifyInstance, ctx: TowerContext): void => {
+    app.post(
+      '/tokens',
+      { config: { scope: 'admin' }, schema: { body: TokenCreateSchema } },
+      async (req, reply) => {
+        const created = await ctx.write((tx) => insertToken(tx, req.body as TokenCreate));
+        return reply.code(201).send(created);
+      },
+    );
+    app.get('/tokens', { config: { scope: 'admin' } }, async () => ({
+      items: await listTokens(ctx.store.db),
+      next_cursor: null,
+    }));
+    app.delete(
+      '/tokens/:token_id',
+      { config: { scope: 'admin' }, schema: { params: IdParam('token_id') } },
+      async (req) => {
+        const token = await revokeToken(ctx.write, (req.params as { token_id: string }).token_id);
+        ctx.auth.invalidate();
+        return token;
+      },
+    );
+
+    app.get('/admin/signing-keys', { config: { scope: 'admin' } }, async () => ({
+      items: await ctx.keys.list(),
+      next_cursor: null,
+    }));
+    app.post('/admin/signing-keys/rotate', { config: { scope: 'admin' } }, async (_req, reply) => {
+      const kid = await ctx.keys.rotate();
+      return reply.code(201).send({ kid });
+    });
+    app.post(
+      '/admin/signing-keys/:kid/retire',
+      { config: { scope: 'admin' }, schema: { params: IdParam('kid') } },
+      async (req) => {
+        await ctx.keys.retire((req.params as { kid: string }).kid);
+        return { kid: (req.params as { kid: string }).kid, retired: true };
+      },
+    );
+
+    app.post(
+      '/nodes',
+      { config: { scope: 'work:write' }, schema: { body: NodeRegisterSchema } },
+      async (req, reply) => {
+        const body = req.body as NodeRegister;
+        const p = req.principal;
+        if (p.kind === 'node')
+          throw new SvcError('forbidden', 'a node cannot register nodes: use an operator token');
+        const jti = randomToken(16);
+        const { row, created } = await ctx.write(async (tx) => {
+          const existing = await tx.db
+            .selectFrom('nodes')
+            .selectAll()
+            .where('hostname', '=', body.hostname)
+            .executeTakeFirst();
+          if (existing) {
+            const domains = existing.domains === null ? null : (JSON.parse(existing.domains) as string[]);
+            if (!coversNode(p, domains)) throw new SvcError('conflict', `hostname ${body.hostname} is taken`);
+            if (!body.force) {
+              throw new SvcError(
+                'conflict',
+                `node ${body.hostname} is already registered (${existing.id}); re-register with force to rotate its token`,
+              );
+            }
+            await tx.db
+              .updateTable('nodes')
+              .set({ jti, updated_at: tx.now })
+              .where('id', '=', existing.id)
+              .execute();
+            tx.emit({
+              type: 'matrix',
+              payload: { entity: 'node', action: 'reregistered', id: existing.id, hostname: body.hostname },
+            });
+            return { row: { ...existing, jti, updated_at: tx.now }, created: false };
+          }
+          const row: NodeRow = {
+            id: newId('node', tx.nowMs),
+            hostname: body.hostname,
+            jti,
+            domains: p.domains === null ? null : JSON.stringify(p.domains),
+            created_at: tx.now,
+            updated_at: tx.now,
+          };
+          await tx.db.insertInto('nodes').values(row).execute();
+          tx.emit({
+            type: 'matrix',
+            payload: { entity: 'node', action: 'registered', id: row.id, hostname: row.hostname },
+          });
+          return { row, created: true };
+        });
+        ctx.auth.invalidate();
+        const jwt = await ctx.keys.signNode({ sub: row.id, hostname: row.hostname, jti });
+        return reply.code(created ? 201 : 200).send({ ...nodeFromRow(row, presence(row.id)), jwt });
+      },
+    );
+
+    app.get('/nodes', { config: { scope: 'feed:read' } }, async (req) => {
+      const rows = await ctx.store.db.selectFrom('nodes').selectAll().orderBy('id').execute();
+      return {
+        items: rows.filter((r) => visibleNode(req.principal, r)).map((r) => nodeFromRow(r, presence(r.id))),
+        next_cursor: null,
+      };
+    });
+    app.get(
+      '/nodes/:node_id',
+      { config: { scope: 'feed:read' }, schema: { params: IdParam('node_id') } },
+      async (req) => {
+        const id = (req.params as { node_id: string }).node_id;
+        const row = await ctx.store.db
+          .selectFrom('nodes')
+          .selectAll()
+          .where('id', '=', id)
+          .executeTakeFirst();
+        if (!row || !visibleNode(req.principal, row)) throw new SvcError('not_found', `node ${id} not found`);
+        return nodeFromRow(row, presence(row.id));
+      },
+    );
+  };
+}
+
+/** A node is visible to principals that could see all of its domains, and to itself. */
+function visibleNode(p: Principal, row: NodeRow): boolean {
+  if (p.nodeId === row.id) return true;
+  const domains = row.domains === null ? null : (JSON.parse(row.domains) as string[]);
+  return coversNode(p, domains);
+}

@@ -1,0 +1,32 @@
+// What every tower component receives: injected clock, logger, store and shared services.
+// Built once by the composition root (tower.ts); no module keeps its own globals.
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/log.js';
+import type { Signal } from '../lib/signal.js';
+import type { Authenticator } from './auth/authenticate.js';
+import type { SigningKeys } from './auth/signing-keys.js';
+import type { RateLimiter } from './http/rate-limit.js';
+import type { Store } from './store/open.js';
+import type { Write } from './store/tx.js';
+
+export interface TowerConfig {
+  dataDir: string;
+  /** Events older than this are pruned (ms). */
+  eventRetentionMs: number;
+  bodyLimitBytes: number;
+}
+
+export interface TowerContext {
+  clock: Clock;
+  log: Logger;
+  store: Store;
+  config: TowerConfig;
+  write: Write;
+  /** Fires after a transaction that appended feed events commits on this replica. */
+  eventsCommitted: Signal<void>;
+  auth: Authenticator;
+  keys: SigningKeys;
+  rateLimiter: RateLimiter;
+  /** Aborted when the tower begins shutting down: long-lived streams end on it. */
+  shutdown: AbortSignal;
+}

@@ -1,0 +1,16 @@
+// Route-level declarations every tower route makes: which scope it needs (or that it is
+// public), and the principal the auth hook attaches to the request.
+import type { Scope } from '../../protocol/scopes.js';
+import type { Principal } from '../auth/principal.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Required scope, or 'public' for unauthenticated routes. Every route must say. */
+    scope?: Scope | 'public';
+    /** Skip the per-request rate limit (long-lived streams count once, at open). */
+    rateLimitExempt?: boolean;
+  }
+  interface FastifyRequest {
+    principal: Principal;
+  }
+}

@@ -1,0 +1,211 @@
+// One REST collection of records (create, get, list, patch, delete) under a domain or a
+// mission. Domains, missions, regular tasks, documents and artifacts differ only in their
+// table, columns and parent, so they share this one implementation.
+import type { TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import { newId } from '../../lib/ids.js';
+import { ListQuery } from '../../protocol/common.js';
+import { SvcError } from '../../protocol/errors.js';
+import type { Scope } from '../../protocol/scopes.js';
+import { canSeeDomain } from '../auth/principal.js';
+import type { TowerContext } from '../context.js';
+import type { Tx } from '../store/tx.js';
+import type { Db } from '../store/types.js';
+import { requireDomain, requireMission } from './access.js';
+import { decodeCursor, page } from './cursor.js';
+
+type Row = Record<string, unknown>;
+/** Tables are chosen at run time here; the typed Db is used everywhere else. */
+type LooseDb = Kysely<Record<string, Row>>;
+
+export interface ParentIds {
+  domain_id?: string;
+  mission_id?: string;
+}
+
+export interface CollectionSpec<W extends { id: string }> {
+  /** Singular noun used in events and messages: "mission". */
+  entity: string;
+  table: string;
+  idPrefix: string;
+  /** Which parent the path names: none (domains), a domain (missions) or a mission. */
+  parent: 'none' | 'domain' | 'mission';
+  basePath: string;
+  /** Path parameter naming one record, e.g. "mission_id". */
+  idParam: string;
+  schemas: { record: TSchema; create: TSchema; patch: TSchema };
+  createScope: Scope;
+  fromRow(row: Row): W;
+  /** Row for a new record; `base` holds id, parent ids and timestamps. */
+  toRow(body: Row, base: Row): Row;
+  /** Column updates for a patch body (only fields present). */
+  toPatch(body: Row): Row;
+  /** Event payload details beyond entity/action/id. */
+  summary(record: W): Record<string, unknown>;
+  /** Tables whose rows reference this record by `column`; delete refuses unless cascade. */
+  children?: { table: string; column: string; noun: string }[];
+}
+
+export function registerCollection<W extends { id: string }>(
+  app: FastifyInstance,
+  ctx: TowerContext,
+  spec: CollectionSpec<W>,
+): void {
+  const one = `${spec.basePath}/:${spec.idParam}`;
+  const idOf = (req: FastifyRequest) => (req.params as Record<string, string>)[spec.idParam] ?? '';
+  const loose = (db: Db | Tx['db']) => db as unknown as LooseDb;
+
+  /** Checks the parent exists and is visible; returns the parent ids for new rows. */
+  async function parentOf(req: FastifyRequest): Promise<ParentIds> {
+    const params = req.params as Record<string, string>;
+    if (spec.parent === 'none') return {};
+    const domainId = params.domain_id ?? '';
+    if (spec.parent === 'domain') {
+      await requireDomain(ctx.store.db, req.principal, domainId);
+      return { domain_id: domainId };
+    }
+    const missionId = params.mission_id ?? '';
+    await requireMission(ctx.store.db, req.principal, missionId, domainId);
+    return { domain_id: domainId, mission_id: missionId };
+  }
+
+  async function load(db: Db | Tx['db'], req: FastifyRequest, parent: ParentIds): Promise<Row> {
+    let q = loose(db).selectFrom(spec.table).selectAll().where('id', '=', idOf(req));
+    if (parent.domain_id !== undefined && spec.parent !== 'none')
+      q = q.where('domain_id', '=', parent.domain_id);
+    if (parent.mission_id !== undefined) q = q.where('mission_id', '=', parent.mission_id);
+    const row = await q.executeTakeFirst();
+    const domainId =
+      spec.parent === 'none' ? (row?.id as string | undefined) : (row?.domain_id as string | undefined);
+    if (!row || domainId === undefined || !canSeeDomain(req.principal, domainId)) {
+      throw new SvcError('not_found', `${spec.entity} ${idOf(req)} not found`);
+    }
+    return row;
+  }
+
+  function event(tx: Tx, action: 'created' | 'updated' | 'deleted', record: W, row: Row): void {
+    const domainId = spec.parent === 'none' ? record.id : (row.domain_id as string);
+    tx.emit({
+      type: 'matrix',
+      domain_id: domainId,
+      mission_id: spec.entity === 'mission' ? record.id : ((row.mission_id as string | undefined) ?? null),
+      payload: { entity: spec.entity, action, id: record.id, ...spec.summary(record) },
+    });
+  }
+
+  app.post(spec.basePath, {
+    config: { scope: spec.createScope },
+    schema: { body: spec.schemas.create },
+    handler: async (req, reply) => {
+      const parent = await parentOf(req);
+      const record = await ctx.write(async (tx) => {
+        const base: Row = {
+          id: newId(spec.idPrefix, tx.nowMs),
+          ...parent,
+          created_at: tx.now,
+          updated_at: tx.now,
+        };
+        const row = spec.toRow(req.body as Row, base);
+        await loose(tx.db).insertInto(spec.table).values(row).execute();
+        const rec = spec.fromRow(row);
+        event(tx, 'created', rec, row);
+        return rec;
+      });
+      return reply.code(201).send(record);
+    },
+  });
+
+  app.get(spec.basePath, {
+    config: { scope: 'feed:read' },
+    schema: { querystring: ListQuery },
+    handler: async (req) => {
+      const parent = await parentOf(req);
+      const query = req.query as ListQuery;
+      const limit = query.limit ?? 50;
+      const after = decodeCursor(query.cursor);
+      let q = loose(ctx.store.db)
+        .selectFrom(spec.table)
+        .selectAll()
+        .orderBy('id')
+        .limit(limit + 1);
+      if (after !== null) q = q.where('id', '>', after);
+      if (parent.mission_id !== undefined) q = q.where('mission_id', '=', parent.mission_id);
+      else if (parent.domain_id !== undefined) q = q.where('domain_id', '=', parent.domain_id);
+      else if (req.principal.domains !== null) {
+        if (req.principal.domains.length === 0) return { items: [], next_cursor: null };
+        q = q.where('id', 'in', req.principal.domains);
+      }
+      return page((await q.execute()).map(spec.fromRow), limit);
+    },
+  });
+
+  app.get(one, {
+    config: { scope: 'feed:read' },
+    handler: async (req) => spec.fromRow(await load(ctx.store.db, req, await parentOf(req))),
+  });
+
+  app.patch(one, {
+    config: { scope: 'work:write' },
+    schema: { body: spec.schemas.patch },
+    handler: async (req) => {
+      const parent = await parentOf(req);
+      return ctx.write(async (tx) => {
+        const before = await load(tx.db, req, parent);
+        const changes = { ...spec.toPatch(req.body as Row), updated_at: tx.now };
+        await loose(tx.db)
+          .updateTable(spec.table)
+          .set(changes)
+          .where('id', '=', before.id as string)
+          .execute();
+        const row = { ...before, ...changes };
+        const rec = spec.fromRow(row);
+        event(tx, 'updated', rec, row);
+        return rec;
+      });
+    },
+  });
+
+  app.delete(one, {
+    config: { scope: spec.parent === 'none' ? 'admin' : 'work:write' },
+    schema: {
+      querystring: Type.Object({ cascade: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
+    },
+    handler: async (req, reply) => {
+      const parent = await parentOf(req);
+      const cascade = (req.query as { cascade?: boolean }).cascade === true;
+      await ctx.write(async (tx) => {
+        const row = await load(tx.db, req, parent);
+        if (!cascade) {
+          for (const child of spec.children ?? []) {
+            const found = await loose(tx.db)
+              .selectFrom(child.table)
+              .select('id')
+              .where(child.column, '=', row.id as string)
+              .limit(1)
+              .executeTakeFirst();
+            if (found) {
+              throw new SvcError(
+                'conflict',
+                `${spec.entity} ${row.id as string} still has ${child.noun}: delete them first, or pass ?cascade=true`,
+              );
+            }
+          }
+        }
+        for (const child of spec.children ?? []) {
+          await loose(tx.db)
+            .deleteFrom(child.table)
+            .where(child.column, '=', row.id as string)
+            .execute();
+        }
+        await loose(tx.db)
+          .deleteFrom(spec.table)
+          .where('id', '=', row.id as string)
+          .execute();
+        event(tx, 'deleted', spec.fromRow(row), row);
+      });
+      return reply.code(204).send();
+    },
+  });
+}

@@ -1,0 +1,151 @@
+// Opens the tower's store: embedded SQLite (WAL) by default, PostgreSQL for replicas.
+// `postgres://…?schema=NAME` keeps all tables in one schema (created if missing), which is
+// how tests and shared servers isolate one tower from another.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { Clock } from '../../lib/clock.js';
+import { iso } from '../../lib/clock.js';
+import { MIGRATIONS, type Migration } from './migrations.js';
+import type { Db, Dialect, Tables } from './types.js';
+
+export interface Store {
+  db: Db;
+  dialect: Dialect;
+  /** PostgreSQL schema in use (search_path), or null on SQLite. */
+  schema: string | null;
+  /** Connection settings for a dedicated PostgreSQL client (LISTEN), or null on SQLite. */
+  pgConfig: pg.ClientConfig | null;
+  /** Human description without credentials, for logs and doctor. */
+  describe: string;
+  close(): Promise<void>;
+}
+
+export interface OpenStoreOptions {
+  /** postgres:// URL, or undefined for SQLite in dataDir. */
+  database?: string;
+  dataDir: string;
+  poolSize?: number;
+}
+
+// int8 (bigint) columns: event ids stay decimal strings; counts we cast explicitly.
+pg.types.setTypeParser(20, (v) => v);
+
+export function parsePostgresUrl(url: string): { config: pg.ClientConfig; schema: string | null } {
+  const u = new URL(url);
+  const schema = u.searchParams.get('schema');
+  u.searchParams.delete('schema');
+  if (schema !== null && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+    throw new Error(`invalid schema name "${schema}" in database URL: use lowercase letters, digits and _`);
+  }
+  const config: pg.ClientConfig = { connectionString: u.toString() };
+  if (schema) config.options = `-c search_path=${schema}`;
+  return { config, schema };
+}
+
+export async function openStore(opts: OpenStoreOptions): Promise<Store> {
+  if (opts.database && /^postgres(ql)?:\/\//.test(opts.database)) {
+    const { config, schema } = parsePostgresUrl(opts.database);
+    if (schema) await ensureSchema(config, schema);
+    const pool = new pg.Pool({ ...config, max: opts.poolSize ?? 10 });
+    pool.on('error', () => {
+      // An idle client lost its connection; the pool replaces it on next use.
+    });
+    const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
+    const u = new URL(opts.database);
+    u.password = '';
+    return {
+      db,
+      dialect: 'postgres',
+      schema,
+      pgConfig: config,
+      describe: `postgres ${u.host}${u.pathname}${schema ? ` schema ${schema}` : ''}`,
+      close: () => db.destroy(),
+    };
+  }
+  if (opts.database && opts.database !== 'sqlite') {
+    throw new Error(`unsupported --database "${opts.database}": use postgres://… or omit it for SQLite`);
+  }
+  mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  const file = join(opts.dataDir, 'tower.db');
+  const sqlite = new Database(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('foreign_keys = ON');
+  const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return {
+    db,
+    dialect: 'sqlite',
+    schema: null,
+    pgConfig: null,
+    describe: `sqlite ${file}`,
+    close: () => db.destroy(),
+  };
+}
+
+async function ensureSchema(config: pg.ClientConfig, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: config.connectionString });
+  await client.connect();
+  try {
+    await client.query(`create schema if not exists "${schema}"`);
+  } catch (e) {
+    // Two replicas creating the schema at once: the loser sees a unique violation.
+    const exists = await client.query('select 1 from pg_namespace where nspname = $1', [schema]);
+    if (exists.rowCount !== 1) throw e;
+  } finally {
+    await client.end();
+  }
+}
+
+// Arbitrary constant namespace for the migration lock; the second key is the schema's hash
+// so towers in different schemas of one database do not wait for each other.
+const MIGRATION_LOCK_NS = 0x5e5c;
+
+/** Applies every migration not yet recorded. Returns the versions applied by this call. */
+export async function migrate(
+  store: Store,
+  clock: Clock,
+  migrations: Migration[] = MIGRATIONS,
+): Promise<number[]> {
+  const { db, dialect } = store;
+  const run = async (): Promise<number[]> => {
+    await db.schema
+      .createTable('svc_migrations')
+      .ifNotExists()
+      .addColumn('version', 'integer', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('applied_at', 'text', (c) => c.notNull())
+      .execute();
+    const done = new Set(
+      (await db.selectFrom('svc_migrations').select('version').execute()).map((r) => r.version),
+    );
+    const applied: number[] = [];
+    for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+      if (done.has(m.version)) continue;
+      await db.transaction().execute(async (trx) => {
+        await m.up(trx as unknown as Kysely<unknown>, dialect);
+        await trx
+          .insertInto('svc_migrations')
+          .values({ version: m.version, name: m.name, applied_at: iso(clock.now()) })
+          .execute();
+      });
+      applied.push(m.version);
+    }
+    return applied;
+  };
+  if (dialect === 'sqlite') return run();
+  // Hold a session-level advisory lock on one dedicated connection for the whole run.
+  return db.connection().execute(async (conn) => {
+    const key = sql`hashtext(current_schema())`;
+    await sql`select pg_advisory_lock(${MIGRATION_LOCK_NS}, ${key})`.execute(conn);
+    try {
+      // The migrations themselves run on other pool connections; the lock only serializes.
+      return await run();
+    } finally {
+      await sql`select pg_advisory_unlock(${MIGRATION_LOCK_NS}, ${key})`.execute(conn);
+    }
+  });
+}

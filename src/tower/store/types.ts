@@ -1,0 +1,121 @@
+// Row types of the tower's tables as Kysely sees them. Timestamps are ISO 8601 UTC text
+// (sortable as text on both stores); JSON columns are text and parsed at the repository edge.
+import type { Generated, Kysely } from 'kysely';
+
+export interface DomainRow {
+  id: string;
+  name: string;
+  description: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MissionRow {
+  id: string;
+  domain_id: string;
+  name: string;
+  description: string;
+  repository: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface BoardTaskRow {
+  id: string;
+  domain_id: string;
+  mission_id: string;
+  title: string;
+  description: string;
+  status: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DocumentRow {
+  id: string;
+  domain_id: string;
+  mission_id: string;
+  title: string;
+  content_type: string;
+  content: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ArtifactRow {
+  id: string;
+  domain_id: string;
+  mission_id: string;
+  name: string;
+  uri: string | null;
+  content_type: string | null;
+  size_bytes: number | string | null;
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TokenRow {
+  id: string;
+  name: string;
+  token_hash: string;
+  scopes: string;
+  domains: string | null;
+  expires_at: string | null;
+  revoked_at: string | null;
+  created_at: string;
+}
+
+export interface SigningKeyRow {
+  kid: string;
+  alg: string;
+  public_jwk: string;
+  private_jwk: string;
+  created_at: string;
+  retired_at: string | null;
+}
+
+export interface NodeRow {
+  id: string;
+  hostname: string;
+  /** Id of the node's current JWT; re-registration rotates it, so older JWTs stop working. */
+  jti: string;
+  /** JSON array of domain ids, or null for every domain (inherited from the registrar). */
+  domains: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface EventRow {
+  /** bigint on PostgreSQL (returned as a decimal string), integer on SQLite. */
+  id: Generated<string | number>;
+  ts: string;
+  type: string;
+  domain_id: string | null;
+  mission_id: string | null;
+  agent_id: string | null;
+  status: string | null;
+  payload: string;
+}
+
+export interface MigrationRow {
+  version: number;
+  name: string;
+  applied_at: string;
+}
+
+export interface Tables {
+  domains: DomainRow;
+  missions: MissionRow;
+  board_tasks: BoardTaskRow;
+  documents: DocumentRow;
+  artifacts: ArtifactRow;
+  tokens: TokenRow;
+  signing_keys: SigningKeyRow;
+  nodes: NodeRow;
+  events: EventRow;
+  svc_migrations: MigrationRow;
+}
+
+export type Db = Kysely<Tables>;
+export type Dialect = 'sqlite' | 'postgres';

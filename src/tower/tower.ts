@@ -1,0 +1,115 @@
+// The tower's composition root: opens the store, migrates, prepares keys and the bootstrap
+// admin token, builds the HTTP app with every area's plugin, and owns start/stop. One
+// instance per process; start() and stop() are idempotent.
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import type { Clock } from '../lib/clock.js';
+import { systemClock } from '../lib/clock.js';
+import type { Logger } from '../lib/log.js';
+import { Signal } from '../lib/signal.js';
+import { Authenticator } from './auth/authenticate.js';
+import { createOidcVerifier, type OidcOptions } from './auth/oidc.js';
+import { authRoutes } from './auth/routes.js';
+import { SigningKeys } from './auth/signing-keys.js';
+import { bootstrapAdminToken } from './auth/tokens.js';
+import type { TowerConfig, TowerContext } from './context.js';
+import { buildApp, type TowerPlugin } from './http/app.js';
+import { RateLimiter } from './http/rate-limit.js';
+import { recordRoutes } from './records/routes.js';
+import { migrate, openStore, type Store } from './store/open.js';
+import { createWrite } from './store/tx.js';
+
+export interface TowerOptions {
+  /** postgres://… or undefined for SQLite in dataDir. */
+  database?: string;
+  dataDir: string;
+  log: Logger;
+  clock?: Clock;
+  tls?: { cert: Buffer; key: Buffer };
+  oidc?: OidcOptions;
+  /** Requests per window per principal; 0 disables. */
+  rateLimit?: { limit: number; windowMs: number };
+  eventRetentionMs?: number;
+  bodyLimitBytes?: number;
+  /** Auth lookup cache, ms (bounds revocation delay). */
+  authCacheMs?: number;
+}
+
+export interface Tower {
+  ctx: TowerContext;
+  app: FastifyInstance;
+  /** Listens on host:port (port 0 picks a free one); returns the base URL. */
+  listen(host: string, port: number): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export const DEFAULT_RATE_LIMIT = { limit: 6000, windowMs: 60_000 };
+
+export async function createTower(opts: TowerOptions): Promise<Tower> {
+  const clock = opts.clock ?? systemClock;
+  const log = opts.log;
+  const store: Store = await openStore({ database: opts.database, dataDir: opts.dataDir });
+  try {
+    const applied = await migrate(store, clock);
+    if (applied.length > 0) log.info({ applied, store: store.describe }, 'store migrated');
+    const keys = new SigningKeys(store.db, store.dialect, clock);
+    await keys.init();
+    const eventsCommitted = new Signal<void>((e) => log.error({ err: e }, 'events listener failed'));
+    const write = createWrite(store, clock, eventsCommitted);
+    const config: TowerConfig = {
+      dataDir: opts.dataDir,
+      eventRetentionMs: opts.eventRetentionMs ?? 7 * 86_400_000,
+      bodyLimitBytes: opts.bodyLimitBytes ?? 1024 * 1024,
+    };
+    const auth = new Authenticator({
+      db: store.db,
+      clock,
+      keys,
+      oidc: opts.oidc ? createOidcVerifier(opts.oidc, clock) : null,
+      cacheMs: opts.authCacheMs,
+    });
+    const shutdown = new AbortController();
+    const ctx: TowerContext = {
+      clock,
+      log,
+      store,
+      config,
+      write,
+      eventsCommitted,
+      auth,
+      keys,
+      rateLimiter: new RateLimiter(opts.rateLimit ?? DEFAULT_RATE_LIMIT),
+      shutdown: shutdown.signal,
+    };
+    const adminFile = join(opts.dataDir, 'admin.token');
+    const admin = await bootstrapAdminToken(write, store.dialect, adminFile);
+    if (admin) log.info({ file: adminFile }, 'created the bootstrap admin token');
+
+    const plugins: TowerPlugin[] = [authRoutes(), recordRoutes()];
+    const app = await buildApp(ctx, { plugins, ...(opts.tls ? { https: opts.tls } : {}) });
+
+    let stopping: Promise<void> | null = null;
+    return {
+      ctx,
+      app,
+      async listen(host, port) {
+        await app.listen({ host, port });
+        const addr = app.server.address();
+        const actualPort = typeof addr === 'object' && addr ? addr.port : port;
+        const h = host.includes(':') ? `[${host}]` : host;
+        return `${opts.tls ? 'https' : 'http'}://${h}:${actualPort}`;
+      },
+      stop() {
+        stopping ??= (async () => {
+          shutdown.abort();
+          await app.close();
+          await store.close();
+        })();
+        return stopping;
+      },
+    };
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+}

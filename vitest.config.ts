@@ -1,0 +1,25 @@
+import { defineConfig } from 'vitest/config';
+
+// Unit tests live beside the code (src/**/*.test.ts); end-to-end tests drive real
+// processes from test/e2e and need the build in dist/ (npm test builds first).
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['src/**/*.test.ts'],
+          testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
+  },
+});
