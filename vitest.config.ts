@@ -4,6 +4,8 @@ import { defineConfig } from 'vitest/config';
 // processes from test/e2e and need the build in dist/ (npm test builds first).
 export default defineConfig({
   test: {
+    // The JSON report is what .ci/run counts for its "N passed, N failed" line.
+    reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
     projects: [
       {
         test: {

@@ -1,0 +1,95 @@
+// What every svcd component receives from the composition root (daemon.ts). Components
+// take this context, register their mgmt.sock methods, and return start()/stop().
+// Nothing here reads process.env or the wall clock directly.
+import type { TSchema } from '@sinclair/typebox';
+import type { Kysely } from 'kysely';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/log.js';
+import type { NewEvent } from '../protocol/events.js';
+import type { NodeIdentity } from '../protocol/nodes.js';
+
+export interface DaemonPaths {
+  /** $SVC_HOME */
+  home: string;
+  /** $SVC_HOME/svcd (0700) */
+  svcdDir: string;
+  mgmtSock: string;
+  secretsSock: string;
+  svcdSock: string;
+  stateDb: string;
+  configToml: string;
+  agentsToml: string;
+  cronToml: string;
+  /** Rotating agent output logs. */
+  logsDir: string;
+  /** $SVC_HOME/work: per-task working directories. */
+  workDir: string;
+}
+
+/** The tower's HTTP API, called with the node JWT. Errors are SvcErrors (tower_unreachable …). */
+export interface TowerApi {
+  readonly baseUrl: string;
+  request<T>(method: string, path: string, body?: unknown): Promise<T>;
+}
+
+/**
+ * Events the daemon reports to the tower feed (watchdog restarts, cron fires, attach
+ * sessions, progress). publish() writes to a durable outbox in state.db first and returns;
+ * delivery retries until the tower has them, so a tower outage loses none.
+ */
+export interface EventOutbox {
+  publish(event: NewEvent): void;
+}
+
+export interface StateMigration {
+  version: number;
+  name: string;
+  up(db: Kysely<unknown>): Promise<void>;
+}
+
+/** state.db: one SQLite file shared by components, each with its own tables. */
+export interface StateStore {
+  /** Cast to a component's own table types: ctx.state.db as unknown as Kysely<CronTables>. */
+  db: Kysely<unknown>;
+  /** Applies a component's migrations once, tracked per component name. */
+  migrate(component: string, migrations: StateMigration[]): Promise<void>;
+}
+
+export interface CallContext {
+  /** Aborted when the client disconnects. */
+  signal: AbortSignal;
+  /** Sends a JSON-RPC notification to this client (for streaming methods). */
+  notify(method: string, params: unknown): void;
+}
+
+export type MethodHandler = (params: unknown, call: CallContext) => Promise<unknown>;
+
+/** mgmt.sock's method table; names are noun.verb (DESIGN §4). */
+export interface MethodRegistry {
+  /** params are validated against `schema` (if given) before the handler runs. */
+  register(name: string, handler: MethodHandler, schema?: TSchema): void;
+}
+
+export interface DaemonContext {
+  clock: Clock;
+  log: Logger;
+  paths: DaemonPaths;
+  identity: NodeIdentity;
+  /** The daemon's own environment as read once at start (for config defaults only). */
+  env: NodeJS.ProcessEnv;
+  state: StateStore;
+  tower: TowerApi;
+  events: EventOutbox;
+  mgmt: MethodRegistry;
+  /** Aborted when the daemon begins shutting down. */
+  shutdown: AbortSignal;
+}
+
+/** A part of svcd with a lifecycle. stop() is idempotent and waits for its loops. */
+export interface Component {
+  readonly name: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Summary for daemon.status. */
+  status?(): Record<string, unknown>;
+}

@@ -1,0 +1,74 @@
+// The node control channel (DESIGN §1, §3): one WebSocket that svcd opens to the tower at
+// GET /nodes/connect with "Authorization: Bearer <node JWT>". Text frames, one JSON message
+// each. Liveness: both sides send WebSocket ping frames every HEARTBEAT_MS and close a
+// channel that has been silent for DEAD_AFTER_MS.
+import { type Static, Type } from '@sinclair/typebox';
+
+export const CONTROL_PATH = '/nodes/connect';
+export const HEARTBEAT_MS = 10_000;
+export const DEAD_AFTER_MS = 30_000;
+
+/** node → tower, first message after connecting; re-sent on every reconnect. */
+export const Hello = Type.Object({
+  type: Type.Literal('hello'),
+  version: Type.String(),
+  /** Fresh random secret per svcd start; the tower signs attach.open with it (HMAC-SHA256). */
+  attach_secret: Type.String({ minLength: 32 }),
+  /** Agents of this node that are running now, for presence. */
+  agents: Type.Optional(
+    Type.Array(Type.Object({ agent_id: Type.String(), status: Type.String() }), { maxItems: 10_000 }),
+  ),
+});
+export type Hello = Static<typeof Hello>;
+
+/** tower → node, answer to hello. */
+export interface Welcome {
+  type: 'welcome';
+  node_id: string;
+  heartbeat_ms: number;
+}
+
+/** tower → node: a task one of this node's agents could claim became claimable. */
+export interface TaskReady {
+  type: 'task_ready';
+  task_id: string;
+  mission_id: string;
+  domain_id: string;
+}
+
+/** tower → node: a task running here was cancelled; stop its subagent. */
+export interface TaskCancelled {
+  type: 'task_cancelled';
+  task_id: string;
+}
+
+/**
+ * tower → node: open an attach stream. `sig` = HMAC-SHA256(attach_secret, attachSigningString(msg))
+ * in hex; the node dials back GET /nodes/attach/{stream_id} with its JWT.
+ */
+export interface AttachOpen {
+  type: 'attach.open';
+  stream_id: string;
+  agent_id: string;
+  cols: number;
+  rows: number;
+  read_only: boolean;
+  /** ms since epoch when the tower signed it; nodes refuse stale requests. */
+  ts: number;
+  sig: string;
+}
+
+export function attachSigningString(m: Omit<AttachOpen, 'sig' | 'type'>): string {
+  return ['attach.open', m.stream_id, m.agent_id, m.cols, m.rows, m.read_only ? 1 : 0, m.ts].join('\n');
+}
+
+/** node → tower: presence of one agent changed. */
+export const AgentStatusMsg = Type.Object({
+  type: Type.Literal('agent_status'),
+  agent_id: Type.String(),
+  status: Type.Union(['online', 'busy', 'idle', 'offline', 'errored'].map((s) => Type.Literal(s))),
+});
+export type AgentStatusMsg = Static<typeof AgentStatusMsg>;
+
+export type TowerToNode = Welcome | TaskReady | TaskCancelled | AttachOpen;
+export type NodeToTower = Hello | AgentStatusMsg;
