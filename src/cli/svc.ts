@@ -2,6 +2,8 @@
 // svc: the operator CLI. Each command is a thin call of the tower's HTTP API or of svcd's
 // mgmt.sock; this file only assembles them.
 import { Command } from 'commander';
+import { registerDaemonCommands } from './commands/daemon.js';
+import { registerNodeCommands } from './commands/node.js';
 import { registerRecords } from './commands/records.js';
 import { registerToken } from './commands/token.js';
 import { registerTower } from './commands/tower.js';
@@ -23,9 +25,23 @@ export function buildSvc(io: CliIO): Command {
   registerTower(program, deps);
   registerToken(program, deps);
   registerRecords(program, deps);
-  // Subcommands inherit exitOverride and output settings.
-  for (const c of program.commands) c.exitOverride();
+
+  // Command groups several areas add to.
+  const agent = program
+    .command('agent')
+    .description('this node: registration, supervised agents, signals, cron');
+  registerNodeCommands(agent, deps);
+  const daemon = program.command('daemon').description('the local node daemon (svcd)');
+  registerDaemonCommands(daemon, deps);
+
+  exitOverrideAll(program);
   return program;
+}
+
+/** Usage errors anywhere in the tree exit with code 2 instead of commander's process.exit. */
+function exitOverrideAll(cmd: Command): void {
+  cmd.exitOverride();
+  for (const c of cmd.commands) exitOverrideAll(c);
 }
 
 const io = processIO();

@@ -1,13 +1,21 @@
 #!/usr/bin/env node
 // svcd: the node daemon. `svcd run` starts it; other subcommands are helpers agents call.
 import { Command } from 'commander';
+import { registerSvcdRun } from './commands/svcd-run.js';
+import type { CliIO } from './io.js';
 import { processIO, runProgram } from './run.js';
 import { VERSION } from './version.js';
 
-const io = processIO();
-const program = new Command('svcd')
-  .description('svc node daemon: supervises agents, dispatches cron, runs mesh tasks, brokers secrets')
-  .version(VERSION)
-  .exitOverride();
+export function buildSvcd(io: CliIO): Command {
+  const program = new Command('svcd')
+    .description('svc node daemon: supervises agents, dispatches cron, runs mesh tasks, brokers secrets')
+    .version(VERSION)
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  registerSvcdRun(program, io);
+  for (const c of program.commands) c.exitOverride();
+  return program;
+}
 
-process.exitCode = await runProgram('svcd', () => program.parseAsync(process.argv), io);
+const io = processIO();
+process.exitCode = await runProgram('svcd', () => buildSvcd(io).parseAsync(process.argv), io);

@@ -34,11 +34,12 @@ export interface TowerApi {
 
 /**
  * Events the daemon reports to the tower feed (watchdog restarts, cron fires, attach
- * sessions, progress). publish() writes to a durable outbox in state.db first and returns;
- * delivery retries until the tower has them, so a tower outage loses none.
+ * sessions, progress). publish() resolves once the event is in the durable outbox in
+ * state.db; delivery retries until the tower has it, so a tower outage loses none, and the
+ * tower de-duplicates retries by the event's key.
  */
 export interface EventOutbox {
-  publish(event: NewEvent): void;
+  publish(event: NewEvent): Promise<void>;
 }
 
 export interface StateMigration {

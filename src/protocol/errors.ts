@@ -96,3 +96,20 @@ export function problemOf(e: SvcError): Problem {
 export function isErrorCode(s: unknown): s is ErrorCode {
   return typeof s === 'string' && Object.hasOwn(ERROR_CODES, s);
 }
+
+/** Rebuilds the SvcError a tower answered with (problem+json), for clients of the API. */
+export function errorFromProblem(status: number, text: string): SvcError {
+  try {
+    const p = JSON.parse(text) as Partial<Problem>;
+    if (isErrorCode(p.code)) {
+      return new SvcError(
+        p.code,
+        p.detail ?? p.title ?? `HTTP ${status}`,
+        p.errors ? { errors: p.errors } : {},
+      );
+    }
+  } catch {
+    // not a problem document
+  }
+  return new SvcError(status >= 500 ? 'unavailable' : 'bad_request', `HTTP ${status}: ${text.slice(0, 200)}`);
+}

@@ -40,7 +40,12 @@ describe.each(STORES)('records on %s', (store) => {
 
     const task = await t.call('POST', `${base}/t`, { title: 'write docs' });
     expect(task.status).toBe(201);
-    expect(task.body).toMatchObject({ mission_id: mid, domain_id: d.id, title: 'write docs', status: 'todo' });
+    expect(task.body).toMatchObject({
+      mission_id: mid,
+      domain_id: d.id,
+      title: 'write docs',
+      status: 'todo',
+    });
     const moved = await t.call('PATCH', `${base}/t/${task.body.id}`, { status: 'doing' });
     expect(moved.body.status).toBe('doing');
 
@@ -51,7 +56,12 @@ describe.each(STORES)('records on %s', (store) => {
       size_bytes: 1234,
       metadata: { sha: 'abc' },
     });
-    expect(art.body).toMatchObject({ name: 'build.tgz', size_bytes: 1234, metadata: { sha: 'abc' }, uri: null });
+    expect(art.body).toMatchObject({
+      name: 'build.tgz',
+      size_bytes: 1234,
+      metadata: { sha: 'abc' },
+      uri: null,
+    });
     expect((await t.call('GET', `${base}/artifacts/${art.body.id}`)).body).toEqual(art.body);
 
     // The mission has children: deleting it needs cascade.
@@ -143,6 +153,11 @@ describe.each(STORES)('records on %s', (store) => {
       .execute();
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ type: 'matrix', domain_id: d.id });
-    expect(JSON.parse(rows[0]!.payload)).toEqual({ entity: 'mission', action: 'created', id: m.body.id, name: 'watched' });
+    expect(JSON.parse(rows[0]!.payload)).toEqual({
+      entity: 'mission',
+      action: 'created',
+      id: m.body.id,
+      name: 'watched',
+    });
   });
 });

@@ -1,0 +1,64 @@
+// `svcd run`: the daemon in the foreground (what systemd and `svc daemon up` start).
+import type { Command } from 'commander';
+import { createDaemon } from '../../daemon/daemon.js';
+import { nodeFileForRead, readNodeIdentity } from '../../daemon/identity.js';
+import { createLogger } from '../../lib/log.js';
+import { checkBaseUrl, DEFAULT_BASE_URL } from '../../lib/url.js';
+import { SvcError } from '../../protocol/errors.js';
+import type { CliIO } from '../io.js';
+import { VERSION } from '../version.js';
+
+interface RunFlags {
+  backendUrl?: string;
+  boosterWasm?: string;
+  logLevel: string;
+}
+
+export function registerSvcdRun(program: Command, io: CliIO): void {
+  program
+    .command('run')
+    .description('run the daemon in the foreground')
+    .option(
+      '--backend-url <url>',
+      'tower URL (default: SVC_BASE_URL, the node identity, http://127.0.0.1:8008)',
+    )
+    .option('--booster-wasm <path>', 'Wasm validation module run before every MCP tool call')
+    .option('--log-level <level>', 'trace|debug|info|warn|error', 'info')
+    .action(async (flags: RunFlags) => {
+      const env = io.env;
+      const identity = await readNodeIdentity(nodeFileForRead(env, io.paths.home));
+      let backendUrl: string;
+      try {
+        backendUrl = checkBaseUrl(
+          flags.backendUrl ?? env.SVC_BASE_URL ?? identity.backend_url ?? DEFAULT_BASE_URL,
+          env.SVC_ALLOW_INSECURE === '1',
+        );
+      } catch (e) {
+        throw new SvcError('config_invalid', (e as Error).message);
+      }
+      const log = createLogger({ level: flags.logLevel, name: 'svcd' });
+      const daemon = await createDaemon({
+        home: io.paths.home,
+        backendUrl,
+        identity,
+        env,
+        log,
+        version: VERSION,
+        ...(flags.boosterWasm ? { boosterWasm: flags.boosterWasm } : {}),
+      });
+      await daemon.start();
+      io.out(
+        `svcd running (node ${identity.node_id}, tower ${backendUrl}, mgmt ${daemon.ctx.paths.mgmtSock})`,
+      );
+      await new Promise<void>((resolve) => {
+        const onSignal = (signal: string) => {
+          log.info({ signal }, 'shutting down');
+          process.off('SIGTERM', onSignal);
+          process.off('SIGINT', onSignal);
+          void daemon.stop().then(resolve);
+        };
+        process.on('SIGTERM', onSignal);
+        process.on('SIGINT', onSignal);
+      });
+    });
+}

@@ -1,0 +1,123 @@
+// svcd's composition root: builds the DaemonContext, the mgmt.sock server and every
+// component, starts them in order and stops them in reverse. start() and stop() are
+// idempotent; stop() is what SIGTERM/SIGINT call.
+import { mkdir } from 'node:fs/promises';
+import type { Clock } from '../lib/clock.js';
+import { systemClock } from '../lib/clock.js';
+import type { Logger } from '../lib/log.js';
+import type { NodeIdentity } from '../protocol/nodes.js';
+import type { Component, DaemonContext } from './context.js';
+import { MgmtServer } from './mgmt/server.js';
+import { daemonPaths } from './paths.js';
+import { openStateStore } from './state/store.js';
+import { createTowerApi } from './tower-client/api.js';
+import { createOutbox } from './tower-client/outbox.js';
+
+export interface DaemonOptions {
+  home: string;
+  backendUrl: string;
+  identity: NodeIdentity;
+  env: NodeJS.ProcessEnv;
+  log: Logger;
+  version: string;
+  clock?: Clock;
+  /** Path of a Wasm validation module (--booster-wasm), used by validate/. */
+  boosterWasm?: string;
+}
+
+/** A component factory: each area adds one to COMPONENTS. */
+export type ComponentFactory = (ctx: DaemonContext, opts: DaemonOptions) => Component;
+
+/** Areas plug in here, in start order (stopped in reverse). */
+const COMPONENTS: ComponentFactory[] = [];
+
+export interface Daemon {
+  ctx: DaemonContext;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
+  const clock = opts.clock ?? systemClock;
+  const paths = daemonPaths(opts.home);
+  await mkdir(paths.svcdDir, { recursive: true, mode: 0o700 });
+  await mkdir(paths.logsDir, { recursive: true, mode: 0o700 });
+  await mkdir(paths.workDir, { recursive: true, mode: 0o700 });
+  const log = opts.log;
+  const state = openStateStore(paths.stateDb, clock);
+  const mgmt = new MgmtServer(log.child({ component: 'mgmt' }));
+  const tower = createTowerApi(opts.backendUrl, opts.identity.jwt);
+  const outbox = createOutbox({ state, tower, clock, log });
+  const shutdown = new AbortController();
+  const ctx: DaemonContext = {
+    clock,
+    log,
+    paths,
+    identity: opts.identity,
+    env: opts.env,
+    state,
+    tower,
+    events: outbox,
+    mgmt,
+    shutdown: shutdown.signal,
+  };
+  const components: Component[] = [outbox, ...COMPONENTS.map((make) => make(ctx, opts))];
+  const startedAt = clock.now();
+
+  mgmt.register('daemon.status', async () => ({
+    version: opts.version,
+    pid: process.pid,
+    node_id: opts.identity.node_id,
+    hostname: opts.identity.hostname,
+    backend_url: opts.backendUrl,
+    started_at: new Date(startedAt).toISOString(),
+    uptime_seconds: Math.floor((clock.now() - startedAt) / 1000),
+    components: Object.fromEntries(components.map((c) => [c.name, c.status?.() ?? {}])),
+  }));
+
+  const started: Component[] = [];
+  let starting: Promise<void> | null = null;
+  let stopping: Promise<void> | null = null;
+
+  async function stopAll() {
+    shutdown.abort();
+    await mgmt.close();
+    for (const c of started.reverse()) {
+      try {
+        await c.stop();
+      } catch (e) {
+        log.error({ err: e, component: c.name }, 'component failed to stop');
+      }
+    }
+    await state.close();
+  }
+
+  return {
+    ctx,
+    start() {
+      starting ??= (async () => {
+        try {
+          // mgmt.sock first: it refuses to start when another svcd is live.
+          await mgmt.listen(paths.mgmtSock);
+          for (const c of components) {
+            await c.start();
+            started.push(c);
+          }
+        } catch (e) {
+          await stopAll();
+          throw e;
+        }
+        log.info({ node_id: opts.identity.node_id, backend: opts.backendUrl }, 'svcd started');
+      })();
+      return starting;
+    },
+    stop() {
+      stopping ??= (async () => {
+        await starting?.catch(() => {});
+        await stopAll();
+        log.info('svcd stopped');
+      })();
+      return stopping;
+    },
+  };
+}

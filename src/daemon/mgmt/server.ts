@@ -1,0 +1,131 @@
+// mgmt.sock: JSON-RPC 2.0, newline-delimited, many concurrent clients. Malformed input gets
+// a JSON-RPC error and the connection stays open; an over-long line is answered with an
+// error and discarded without buffering it. Components register methods; params are
+// validated against each method's schema before its handler runs.
+
+import type { Socket } from 'node:net';
+import type { TSchema } from '@sinclair/typebox';
+import AjvModule from 'ajv';
+import { JSONRPCServer } from 'json-rpc-2.0';
+import type { Logger } from '../../lib/log.js';
+import { isSvcError, SvcError } from '../../protocol/errors.js';
+import {
+  JSONRPC_INTERNAL_ERROR,
+  JSONRPC_PARSE_ERROR,
+  MGMT_MAX_LINE_BYTES,
+  rpcErrorOf,
+} from '../../protocol/mgmt.js';
+import type { CallContext, MethodHandler, MethodRegistry } from '../context.js';
+import { listenUnix, type UnixListener } from '../sockets.js';
+
+const Ajv = AjvModule.default ?? AjvModule;
+
+export class MgmtServer implements MethodRegistry {
+  private readonly rpc = new JSONRPCServer<CallContext>({ errorListener: () => {} });
+  private readonly ajv = new Ajv({
+    useDefaults: true,
+    removeAdditional: false,
+    strict: false,
+    allErrors: false,
+  });
+  private listener: UnixListener | null = null;
+
+  constructor(private readonly log: Logger) {
+    this.rpc.mapErrorToJSONRPCErrorResponse = (id, error: unknown) => {
+      if (isSvcError(error)) return { jsonrpc: '2.0', id, error: rpcErrorOf(error) };
+      this.log.error({ err: error }, 'mgmt method failed');
+      return { jsonrpc: '2.0', id, error: { code: JSONRPC_INTERNAL_ERROR, message: 'internal error' } };
+    };
+  }
+
+  register(name: string, handler: MethodHandler, schema?: TSchema): void {
+    if (this.rpc.hasMethod(name)) throw new Error(`mgmt method ${name} registered twice`);
+    const validate = schema ? this.ajv.compile(schema) : null;
+    this.rpc.addMethod(name, async (params: unknown, call: CallContext) => {
+      const p = params ?? {};
+      if (validate && !validate(p)) {
+        const e = validate.errors?.[0];
+        const field = `params${e?.instancePath ?? ''}`;
+        const message =
+          e?.keyword === 'additionalProperties'
+            ? `unknown field ${String(e.params.additionalProperty)}`
+            : (e?.message ?? 'invalid');
+        throw new SvcError('validation_failed', `${field}: ${message}`, { errors: [{ field, message }] });
+      }
+      return (await handler(p, call)) ?? null;
+    });
+  }
+
+  async listen(path: string): Promise<void> {
+    this.listener = await listenUnix(path, (socket) => this.serve(socket));
+  }
+
+  async close(): Promise<void> {
+    await this.listener?.close();
+  }
+
+  private serve(socket: Socket): void {
+    const abort = new AbortController();
+    const call: CallContext = {
+      signal: abort.signal,
+      notify: (method, params) => {
+        if (!socket.destroyed) socket.write(`${JSON.stringify({ jsonrpc: '2.0', method, params })}\n`);
+      },
+    };
+    let buffer = '';
+    let discarding = false;
+    const send = (msg: unknown) => {
+      if (!socket.destroyed) socket.write(`${JSON.stringify(msg)}\n`);
+    };
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      let rest = chunk;
+      for (;;) {
+        const nl = rest.indexOf('\n');
+        if (nl < 0) {
+          if (!discarding) buffer += rest;
+          if (Buffer.byteLength(buffer) > MGMT_MAX_LINE_BYTES) {
+            buffer = '';
+            discarding = true;
+            send(lineTooLong());
+          }
+          return;
+        }
+        const line = discarding ? '' : buffer + rest.slice(0, nl);
+        rest = rest.slice(nl + 1);
+        buffer = '';
+        if (discarding) {
+          discarding = false;
+          continue;
+        }
+        if (Buffer.byteLength(line) > MGMT_MAX_LINE_BYTES) {
+          send(lineTooLong());
+          continue;
+        }
+        if (line.trim() === '') continue;
+        void this.handleLine(line, call).then((res) => {
+          if (res !== null) send(res);
+        });
+      }
+    });
+    socket.on('close', () => abort.abort());
+    socket.on('error', () => abort.abort());
+  }
+
+  private async handleLine(line: string, call: CallContext): Promise<unknown> {
+    try {
+      return await this.rpc.receiveJSON(line, call);
+    } catch (e) {
+      this.log.warn({ err: e }, 'mgmt request failed');
+      return { jsonrpc: '2.0', id: null, error: { code: JSONRPC_INTERNAL_ERROR, message: 'internal error' } };
+    }
+  }
+}
+
+function lineTooLong() {
+  return {
+    jsonrpc: '2.0',
+    id: null,
+    error: { code: JSONRPC_PARSE_ERROR, message: `request line longer than ${MGMT_MAX_LINE_BYTES} bytes` },
+  };
+}

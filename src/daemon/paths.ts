@@ -1,0 +1,20 @@
+// Where svcd keeps its sockets, state and config under $SVC_HOME (DESIGN §4).
+import { join } from 'node:path';
+import type { DaemonPaths } from './context.js';
+
+export function daemonPaths(home: string): DaemonPaths {
+  const svcdDir = join(home, 'svcd');
+  return {
+    home,
+    svcdDir,
+    mgmtSock: join(svcdDir, 'mgmt.sock'),
+    secretsSock: join(svcdDir, 'secrets.sock'),
+    svcdSock: join(svcdDir, 'svcd.sock'),
+    stateDb: join(svcdDir, 'state.db'),
+    configToml: join(svcdDir, 'config.toml'),
+    agentsToml: join(svcdDir, 'agents.toml'),
+    cronToml: join(svcdDir, 'cron.toml'),
+    logsDir: join(svcdDir, 'logs'),
+    workDir: join(home, 'work'),
+  };
+}

@@ -1,0 +1,35 @@
+// mgmt.sock wire format (DESIGN §4): JSON-RPC 2.0, one message per line (newline-delimited).
+// Protocol errors use the standard codes; application errors carry the HTTP-like status of
+// their SvcError code as the numeric code and the stable string code in `data.code`.
+import { ERROR_CODES, type ErrorCode, isErrorCode, SvcError } from './errors.js';
+
+export const JSONRPC_PARSE_ERROR = -32700;
+export const JSONRPC_INVALID_REQUEST = -32600;
+export const JSONRPC_METHOD_NOT_FOUND = -32601;
+export const JSONRPC_INVALID_PARAMS = -32602;
+export const JSONRPC_INTERNAL_ERROR = -32603;
+
+/** Longest request line mgmt.sock accepts; longer lines get an error and are discarded. */
+export const MGMT_MAX_LINE_BYTES = 1024 * 1024;
+
+export interface RpcErrorObject {
+  code: number;
+  message: string;
+  data?: { code: ErrorCode; errors?: { field: string; message: string }[] };
+}
+
+export function rpcErrorOf(e: SvcError): RpcErrorObject {
+  const code = e.code === 'validation_failed' || e.code === 'bad_request' ? JSONRPC_INVALID_PARAMS : e.status;
+  return { code, message: e.message, data: { code: e.code, ...(e.errors ? { errors: e.errors } : {}) } };
+}
+
+export function errorFromRpc(err: RpcErrorObject): SvcError {
+  const code = err.data?.code;
+  if (isErrorCode(code))
+    return new SvcError(code, err.message, err.data?.errors ? { errors: err.data.errors } : {});
+  if (err.code === JSONRPC_METHOD_NOT_FOUND) return new SvcError('not_found', err.message);
+  if (err.code === JSONRPC_INVALID_PARAMS) return new SvcError('validation_failed', err.message);
+  return new SvcError('internal', err.message);
+}
+
+export { ERROR_CODES };
