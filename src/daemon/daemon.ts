@@ -9,7 +9,9 @@ import type { NodeIdentity } from '../protocol/nodes.js';
 import type { Component, DaemonContext } from './context.js';
 import { MgmtServer } from './mgmt/server.js';
 import { daemonPaths } from './paths.js';
+import { standInSessions } from './runtimes/sessions.js';
 import { openStateStore } from './state/store.js';
+import { createSupervisor } from './supervisor/supervisor.js';
 import { createTowerApi } from './tower-client/api.js';
 import { createOutbox } from './tower-client/outbox.js';
 
@@ -29,7 +31,10 @@ export interface DaemonOptions {
 export type ComponentFactory = (ctx: DaemonContext, opts: DaemonOptions) => Component;
 
 /** Areas plug in here, in start order (stopped in reverse). */
-const COMPONENTS: ComponentFactory[] = [];
+const COMPONENTS: ComponentFactory[] = [
+  // Until the secrets broker is wired, sessions are minted by a stand-in (no broker answers).
+  (ctx) => createSupervisor(ctx, { sessions: standInSessions(ctx.paths.secretsSock) }),
+];
 
 export interface Daemon {
   ctx: DaemonContext;
