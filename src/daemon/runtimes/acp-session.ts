@@ -153,9 +153,26 @@ export class AcpSession {
     } catch (e) {
       abort.abort();
       handshake.catch(() => {});
+      if (e instanceof SvcError) {
+        conn.close();
+        if (child.pid !== undefined) await stopGroup(child.pid, o.stopGraceMs, o.waits);
+        throw e;
+      }
+      // A write to an agent that already exited fails (EPIPE) before its exit is seen: the
+      // exit is the better explanation, so give it a moment to arrive.
+      const gone = new AbortController();
+      const exit = await Promise.race([
+        exited,
+        o.waits.sleep(500, gone.signal).then(
+          () => null,
+          () => null,
+        ),
+      ]);
+      gone.abort();
       conn.close();
       if (child.pid !== undefined) await stopGroup(child.pid, o.stopGraceMs, o.waits);
-      if (e instanceof SvcError) throw e;
+      if (exit)
+        throw new SvcError('unavailable', `ACP agent exited during initialize (${describeExit(exit)})`);
       throw new SvcError('unavailable', `ACP agent failed to start a session: ${(e as Error).message}`);
     }
   }

@@ -80,7 +80,6 @@ export async function runCli(o: CliRunOptions): Promise<CliOutcome> {
   });
   const pid = child.pid ?? null;
   outcome.pid = pid;
-  if (pid !== null) o.onSpawn?.(pid);
 
   let stopping: Promise<unknown> | null = null;
   const stop = () => {
@@ -98,6 +97,8 @@ export async function runCli(o: CliRunOptions): Promise<CliOutcome> {
     stop();
   };
   o.signal?.addEventListener('abort', onAbort, { once: true });
+  if (pid !== null) o.onSpawn?.(pid);
+  if (o.signal?.aborted && !outcome.cancelled) onAbort();
   try {
     await exited;
     // The agent is gone; whatever it left running in its group goes with it.

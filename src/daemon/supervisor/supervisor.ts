@@ -793,6 +793,7 @@ export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps): Supe
 
     async signal(target, prompt, opts = {}) {
       const a = find(target);
+      await mkdir(cwdOf(a.spec), { recursive: true, mode: 0o700 });
       return deliverSignal(
         {
           agentId: a.spec.id,

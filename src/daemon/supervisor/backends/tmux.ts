@@ -19,13 +19,19 @@ export interface TmuxBackendDeps {
   self: string[];
 }
 
-/** Agent-specific variables passed with new-session -e (the rest comes with the server). */
-function sessionVars(env: NodeJS.ProcessEnv, base: NodeJS.ProcessEnv): string[] {
-  const out: string[] = [];
-  for (const [k, v] of Object.entries(env)) {
-    if (v !== undefined && base[k] !== v) out.push('-e', `${k}=${v}`);
-  }
-  return out;
+/** Names of the agent-specific variables: those that differ from what tmux itself runs with. */
+function agentVarNames(env: NodeJS.ProcessEnv, base: NodeJS.ProcessEnv): string[] {
+  return Object.entries(env)
+    .filter(([k, v]) => v !== undefined && base[k] !== v)
+    .map(([k]) => k);
+}
+
+/**
+ * tmux splits its argv into commands at arguments ending in ";" (our separators below); an
+ * argument of the agent that ends in ";" is escaped as "\;", which tmux turns back into ";".
+ */
+export function tmuxArg(a: string): string {
+  return a.endsWith(';') ? `${a.slice(0, -1)}\\;` : a;
 }
 
 /** Quotes one word for the shell tmux runs pipe-pane commands with. */
@@ -71,7 +77,8 @@ export function createTmuxBackend(deps: TmuxBackendDeps): UnitBackend & {
         return stopping;
       },
       async sendKeys(text) {
-        if (text !== '') await run(['send-keys', '-t', `=${session}:`, '-l', '--', text], 'send-keys');
+        if (text !== '')
+          await run(['send-keys', '-t', `=${session}:`, '-l', '--', tmuxArg(text)], 'send-keys');
         await run(['send-keys', '-t', `=${session}:`, 'Enter'], 'send-keys');
       },
     };
@@ -82,8 +89,21 @@ export function createTmuxBackend(deps: TmuxBackendDeps): UnitBackend & {
     tmux,
 
     async start(l: UnitLaunch) {
-      await run(
+      // Values travel in the tmux client's environment, never in argv (which every local user
+      // can read in ps): update-environment copies the named variables into the new session.
+      // They are then removed from the server's global environment, where they land when
+      // this very command started the server.
+      const names = agentVarNames(l.env, env);
+      const r = await exec(
         [
+          ...tmux(),
+          'start-server',
+          ';',
+          'set-option',
+          '-g',
+          'update-environment',
+          names.join(' '),
+          ';',
           'new-session',
           '-d',
           '-s',
@@ -93,13 +113,15 @@ export function createTmuxBackend(deps: TmuxBackendDeps): UnitBackend & {
           '-y',
           '50',
           '-c',
-          l.cwd,
-          ...sessionVars(l.env, env),
+          tmuxArg(l.cwd),
           '--',
-          ...l.argv,
+          ...l.argv.map(tmuxArg),
+          ...names.flatMap((n) => [';', 'set-environment', '-g', '-u', n]),
         ],
-        'new-session',
+        { ...l.env, TMUX: undefined, TMUX_PANE: undefined },
       );
+      if (r.code !== 0)
+        throw new SvcError('unavailable', `tmux new-session failed: ${r.stderr.trim() || `exit ${r.code}`}`);
       const pipe = [
         ...deps.self,
         'log-pipe',
