@@ -51,10 +51,12 @@ describe('runtime runner', () => {
   });
 
   it('gives the agent a secrets session for the run only, and withholds svcd credentials', async () => {
+    const probe =
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: shell expansions for the agent's sh
+      'run: echo "sock=$SVC_SECRETS_SOCKET session=${#SVC_SECRETS_SESSION} agent=$SVC_AGENT_ID task=$SVC_TASK_ID token=${SVC_TOKEN:-none}"';
     const r = await runner.run({
       runtime: 'beta_cli',
-      prompt:
-        'run: echo "sock=$SVC_SECRETS_SOCKET session=${#SVC_SECRETS_SESSION} agent=$SVC_AGENT_ID task=$SVC_TASK_ID token=${SVC_TOKEN:-none}"',
+      prompt: probe,
       workdir: tmp.dir,
       agentId: 'a2',
       taskId: 'mt_7',
