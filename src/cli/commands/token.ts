@@ -85,7 +85,9 @@ export function registerToken(program: Command, deps: CommandDeps): void {
 
   program
     .command('login')
-    .description('check --url and --token against the tower, then store them in $SVC_HOME/credentials.json (0600)')
+    .description(
+      'check --url and --token against the tower, then store them in $SVC_HOME/credentials.json (0600)',
+    )
     .addHelpText('after', '\nExample:\n  svc login --url https://tower.example.com --token svc_…')
     .action(async (_o, cmd: Command) => {
       // --url and --token are the global flags.
