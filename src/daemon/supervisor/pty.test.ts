@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/support/daemon-ctx.js';
 import { waitFor } from '../../../test/support/poll.js';
-import { psGroup } from '../../../test/support/procs.js';
+import { psGroup } from '../../../test/support/ps.js';
 import { FakeClock } from '../../lib/clock.js';
 import { defaultSvcdConfig } from '../config/config.js';
 import { standInSessions } from '../runtimes/sessions.js';

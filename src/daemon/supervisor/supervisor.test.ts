@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/support/daemon-ctx.js';
 import { waitFor } from '../../../test/support/poll.js';
-import { isAlive, psGroup } from '../../../test/support/procs.js';
+import { isAlive, psGroup } from '../../../test/support/ps.js';
 import { FakeClock } from '../../lib/clock.js';
 import type { AgentStatus } from '../../protocol/agents.js';
 import { isSvcError } from '../../protocol/errors.js';
