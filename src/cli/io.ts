@@ -9,4 +9,6 @@ export interface CliIO {
   err(text: string): void;
   /** Reads all of stdin (for secrets and piped input). */
   readStdin(): Promise<string>;
+  /** True when stdin is a terminal (a secret would be typed with echo on). */
+  stdinIsTTY?(): boolean;
 }

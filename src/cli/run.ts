@@ -17,6 +17,7 @@ export function processIO(): CliIO {
       for await (const c of process.stdin) chunks.push(c as Buffer);
       return Buffer.concat(chunks).toString('utf8');
     },
+    stdinIsTTY: () => process.stdin.isTTY === true,
   };
 }
 

@@ -17,7 +17,18 @@ export type AgentLookup = (db: Db, agentId: string) => Promise<EnrolledAgent | n
  * from (id, node_id, domain_id), adjust this one query.
  */
 export const agentsTableLookup: AgentLookup = async (db, agentId) => {
-  const res =
-    await sql<EnrolledAgent>`select id, node_id, domain_id from agents where id = ${agentId}`.execute(db);
-  return res.rows[0] ?? null;
+  try {
+    const res =
+      await sql<EnrolledAgent>`select id, node_id, domain_id from agents where id = ${agentId}`.execute(db);
+    return res.rows[0] ?? null;
+  } catch (e) {
+    // A tower without the agents table yet has no enrolled agents at all.
+    if (isMissingTable(e)) return null;
+    throw e;
+  }
 };
+
+function isMissingTable(e: unknown): boolean {
+  const err = e as { code?: string; message?: string };
+  return err.code === '42P01' || /no such table: agents/.test(err.message ?? '');
+}
