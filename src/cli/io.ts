@@ -6,6 +6,8 @@ export interface CliIO {
   env: NodeJS.ProcessEnv;
   paths: SvcPaths;
   out(text: string): void;
+  /** Writes text to stdout exactly as given (no newline added). */
+  write?(text: string): void;
   err(text: string): void;
   /** Reads all of stdin (for secrets and piped input). */
   readStdin(): Promise<string>;

@@ -11,6 +11,7 @@ export function processIO(): CliIO {
     env: process.env,
     paths: resolvePaths(process.env),
     out: (t) => process.stdout.write(`${t}\n`),
+    write: (t) => process.stdout.write(t),
     err: (t) => process.stderr.write(`${t}\n`),
     readStdin: async () => {
       const chunks: Buffer[] = [];
