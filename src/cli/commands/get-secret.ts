@@ -6,7 +6,7 @@ import { createConnection } from 'node:net';
 import type { Command } from 'commander';
 import { systemClock } from '../../lib/clock.js';
 import { isErrorCode, SvcError } from '../../protocol/errors.js';
-import { type BrokerReply, isSecretName } from '../../protocol/secrets.js';
+import { type BrokerReply, isSecretName } from '../../protocol/secrets-socket.js';
 import type { CliIO } from '../io.js';
 import { UsageError } from '../run.js';
 
