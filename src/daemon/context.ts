@@ -80,7 +80,10 @@ export interface SecretSession {
   /** 256 bits of randomness, base64url. */
   readonly id: string;
   readonly agentId: string;
+  /** secrets.sock, as the agent sees it in SVC_SECRETS_SOCKET. */
+  readonly socketPath: string;
   readonly env: { SVC_SECRETS_SOCKET: string; SVC_SECRETS_SESSION: string };
+  /** Ends the session: secrets.sock refuses it from now on. Idempotent. */
   revoke(): void;
 }
 

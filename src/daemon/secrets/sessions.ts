@@ -17,6 +17,7 @@ export class SessionRegistry implements SecretSessions {
     return {
       id,
       agentId,
+      socketPath: this.socketPath,
       env: { SVC_SECRETS_SOCKET: this.socketPath, SVC_SECRETS_SESSION: id },
       revoke() {
         agents.delete(id);
