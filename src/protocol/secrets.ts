@@ -88,13 +88,15 @@ export interface SecretFetched {
 }
 
 export interface MasterKeyStatus {
-  /** Fingerprint of the key new versions are encrypted with ("mk_…"); never the key. */
-  key_id: string;
+  /** Fingerprint of the key new versions are encrypted with ("mk_…"); never the key. Null: no key. */
+  key_id: string | null;
   source: 'file' | 'env';
   /** Other keys configured for decryption only. */
   previous_key_ids: string[];
   /** How many stored secret versions are encrypted under each key id. */
   versions_by_key: Record<string, number>;
+  /** Why this tower cannot seal or open values (wrong or missing key), or null. */
+  problem: string | null;
 }
 
 export interface MasterKeyRotated {

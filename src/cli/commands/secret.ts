@@ -218,6 +218,7 @@ export function registerSecret(program: Command, deps: CommandDeps): void {
           versions: Object.entries(res.versions_by_key)
             .map(([k, n]) => `${k}=${n}`)
             .join(' '),
+          ...(res.problem ? { problem: res.problem } : {}),
         }),
       );
     });

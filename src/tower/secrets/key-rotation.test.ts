@@ -68,6 +68,12 @@ function harness() {
       ).toBe(201);
       await this.call(tower, 'POST', `/secrets/S/grants?domain_id=${domainId}`, { agent_id: 'agt_1' });
     },
+    get domainId() {
+      return domainId;
+    },
+    async put(tower: Tower, name: string, value: string) {
+      return this.call(tower, 'PUT', `/secrets/${name}?domain_id=${domainId}`, { value });
+    },
     async fetch(tower: Tower) {
       return this.call(tower, 'POST', '/secrets/S/fetch', { agent_id: 'agt_1' }, nodeJwt);
     },
@@ -112,31 +118,54 @@ describe('master key at start', () => {
     expect(first).not.toContain(VALUE);
   });
 
-  it('refuses to start without the key the database needs, and says how to fix it', async () => {
+  it('starts without the key the database needs but keeps values sealed, saying how to fix it', async () => {
     h = harness();
     const dir = h.newDir();
     const t1 = await h.start(dir);
     await h.seed(t1);
-    const keyId = ((await h.call(t1, 'GET', '/admin/master-key')).body.key_id as string) ?? '';
+    const keyId = (await h.call(t1, 'GET', '/admin/master-key')).body.key_id as string;
     await h.stop(t1);
     const saved = readFileSync(join(dir, 'master.key'), 'utf8');
 
-    const wrong = await startError(h.start(dir, generateKey().toString('base64')));
-    expect(wrong.code).toBe('config_invalid');
-    expect(wrong.message).toContain(`which need ${keyId}`);
+    const expectSealed = async (tower: Tower, fragment: string) => {
+      const refusals = [await h.fetch(tower), await h.put(tower, 'S', 'new value')];
+      const rotate = await h.call(tower, 'POST', '/admin/master-key/rotate');
+      // A key from SVC_MASTER_KEY is never rotated by the tower (409); a key file cannot be here.
+      if (rotate.status !== 409) refusals.push(rotate);
+      for (const res of refusals) {
+        expect([res.status, res.body.code]).toEqual([503, 'unavailable']);
+        expect(res.body.detail).toContain(fragment);
+      }
+      // Metadata, grants and every other area keep working.
+      expect((await h.call(tower, 'GET', `/secrets/S?domain_id=${h.domainId}`)).body.version).toBe(1);
+      expect((await h.call(tower, 'GET', '/domains')).status).toBe(200);
+      expect((await h.call(tower, 'GET', '/admin/master-key')).body.problem).toContain(fragment);
+    };
+
+    const wrong = await h.start(dir, generateKey().toString('base64'));
+    await expectSealed(wrong, `which need ${keyId}`);
+    await h.stop(wrong);
 
     writeFileSync(join(dir, 'master.key'), formatKeyList([generateKey()]), { mode: 0o600 });
-    expect((await startError(h.start(dir))).message).toContain(`need ${keyId}`);
+    const other = await h.start(dir);
+    await expectSealed(other, `which need ${keyId}`);
+    await h.stop(other);
 
     chmodSync(join(dir, 'master.key'), 0o644);
     const loose = await startError(h.start(dir));
+    expect(loose.code).toBe('config_invalid');
     expect(loose.message).toContain('is accessible by group or others (mode 644)');
 
     unlinkSync(join(dir, 'master.key'));
-    const missing = await startError(h.start(dir));
-    expect(missing.message).toContain(`sealed under master key ${keyId}`);
-    expect(missing.message).toContain('master.key does not exist');
+    const none = await h.start(dir);
+    await expectSealed(none, `secrets in the database are sealed under ${keyId}`);
+    expect((await h.call(none, 'GET', '/admin/master-key')).body.key_id).toBeNull();
+    // No new key is made up to hide the loss.
     expect(() => statSync(join(dir, 'master.key'))).toThrow();
+    await h.stop(none);
+
+    const bad = await startError(h.start(dir, 'c2VjcmV0'));
+    expect(bad.message).toContain('SVC_MASTER_KEY: entry 1 is not a 32-byte key');
 
     writeFileSync(join(dir, 'master.key'), saved, { mode: 0o600 });
     const back = await h.start(dir);
@@ -168,6 +197,7 @@ describe('master key at start', () => {
       source: 'env',
       previous_key_ids: [keyIdOf(oldKey)],
       versions_by_key: { [keyIdOf(newKey)]: 1 },
+      problem: null,
     });
     const refused = await h.call(stage2, 'POST', '/admin/master-key/rotate');
     expect([refused.status, refused.body.code]).toEqual([409, 'conflict']);
@@ -176,8 +206,10 @@ describe('master key at start', () => {
     const stage3 = await h.start(dir, b64(newKey));
     expect((await h.fetch(stage3)).body.value).toBe(VALUE);
     await h.stop(stage3);
-    const rollbackToOld = await startError(h.start(dir, b64(oldKey)));
-    expect(rollbackToOld.message).toContain(`need ${keyIdOf(newKey)}`);
+    const backToOld = await h.start(dir, b64(oldKey));
+    const sealed = await h.fetch(backToOld);
+    expect([sealed.status, sealed.body.code]).toEqual([503, 'unavailable']);
+    expect(sealed.body.detail).toContain(`need ${keyIdOf(newKey)}`);
   });
 
   it('finishes a rotation interrupted after master.key listed both keys', async () => {
@@ -201,20 +233,39 @@ describe('master key at start', () => {
     expect((await h.fetch(t2)).body.value).toBe(VALUE);
   });
 
-  it('refuses a second PostgreSQL replica that has no copy of the first replica key', async () => {
+  it('serves secrets from a PostgreSQL replica only once it shares the first replica key', async () => {
     h = harness();
     await h.usePostgres();
     const dirA = h.newDir();
     const dirB = h.newDir();
     const a = await h.start(dirA);
     await h.seed(a);
-    const err = await startError(h.start(dirB));
-    expect(err.code).toBe('config_invalid');
     const keyA = parseKeyList(readFileSync(join(dirA, 'master.key'), 'utf8'), 'a')[0]!;
-    expect(err.message).toContain(`sealed under master key ${keyIdOf(keyA)}`);
+    const b = await h.start(dirB);
+    const sealed = await h.fetch(b);
+    expect([sealed.status, sealed.body.code]).toEqual([503, 'unavailable']);
+    expect(sealed.body.detail).toContain(`sealed under ${keyIdOf(keyA)}`);
     expect(() => statSync(join(dirB, 'master.key'))).toThrow();
+    await h.stop(b);
     // Shared through SVC_MASTER_KEY, the second replica serves the same secrets.
-    const b = await h.start(dirB, keyA.toString('base64'));
-    expect((await h.fetch(b)).body.value).toBe(VALUE);
+    const shared = await h.start(dirB, keyA.toString('base64'));
+    expect((await h.fetch(shared)).body.value).toBe(VALUE);
+  });
+
+  it('lets the first replica to store a secret decide the key, and refuses writes from one with another key', async () => {
+    h = harness();
+    await h.usePostgres();
+    const a = await h.start(h.newDir());
+    const b = await h.start(h.newDir());
+    // Both started on an empty store, each with a key of its own.
+    await h.seed(a);
+    const refused = await h.put(b, 'OTHER', 'value from b');
+    expect([refused.status, refused.body.code]).toEqual([503, 'unavailable']);
+    const keyA = (await h.call(a, 'GET', '/admin/master-key')).body.key_id as string;
+    expect(refused.body.detail).toContain(`which need ${keyA}`);
+    expect((await h.call(b, 'GET', `/secrets/OTHER?domain_id=${h.domainId}`)).body.code).toBe(
+      'secret_not_found',
+    );
+    expect((await h.put(a, 'OTHER', 'value from a')).status).toBe(201);
   });
 });

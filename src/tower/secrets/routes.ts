@@ -20,8 +20,16 @@ import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
 import { requireDomain } from '../records/access.js';
 import { decodeCursor, encodeCursor } from '../records/cursor.js';
+import type { Tx } from '../store/tx.js';
 import { type AgentLookup, agentsTableLookup } from './agents.js';
-import { type MasterKeys, masterKeyStatus, openMasterKeys, rotateMasterKey } from './key-rotation.js';
+import {
+  claimKeyForWrite,
+  type MasterKeys,
+  masterKeyStatus,
+  openMasterKeys,
+  rotateMasterKey,
+  usableKeyring,
+} from './key-rotation.js';
 import {
   deleteSecret,
   describeSecret,
@@ -95,8 +103,9 @@ function registerSecretRoutes(
   mk: MasterKeys,
   agents: AgentLookup,
 ): void {
-  const { keyring } = mk;
   const db = () => sdb(ctx.store.db);
+  /** Seals within a write whose key is checked against the database's key first. */
+  const claim = (tx: Tx, keyId: string) => claimKeyForWrite(tx, ctx.store.dialect, ctx.clock, mk, keyId);
   const nameOf = (req: FastifyRequest) => (req.params as { name: string }).name;
   const domainOf = async (req: FastifyRequest): Promise<string> => {
     requireOperator(req.principal);
@@ -161,16 +170,17 @@ function registerSecretRoutes(
           },
         );
       }
-      const { row, created } = await keyring.withCurrent((sealer) =>
-        ctx.write((tx) =>
-          putSecret(tx, sealer, {
+      const { row, created } = await usableKeyring(mk).withCurrent((sealer) =>
+        ctx.write(async (tx) => {
+          await claim(tx, sealer.keyId);
+          return putSecret(tx, sealer, {
             domainId,
             name: nameOf(req),
             value: body.value,
             ...(body.description !== undefined ? { description: body.description } : {}),
             actor: actorOf(req.principal),
-          }),
-        ),
+          });
+        }),
       );
       return reply.code(created ? 201 : 200).send(await describeSecret(db(), row));
     },
@@ -194,15 +204,17 @@ function registerSecretRoutes(
     },
     async (req) => {
       const domainId = await domainOf(req);
+      const keyring = usableKeyring(mk);
       const row = await keyring.withCurrent((sealer) =>
-        ctx.write((tx) =>
-          rollbackSecret(tx, sealer, keyring, {
+        ctx.write(async (tx) => {
+          await claim(tx, sealer.keyId);
+          return rollbackSecret(tx, sealer, keyring, {
             domainId,
             name: nameOf(req),
             version: (req.body as SecretRollback).version,
             actor: actorOf(req.principal),
-          }),
-        ),
+          });
+        }),
       );
       return describeSecret(db(), row);
     },
@@ -272,7 +284,11 @@ function registerSecretRoutes(
           audit(null, 'fetch_refused', { reason: error.code });
           return { ok: false as const, error };
         }
-        const r = await fetchForAgent(sdb(tx.db), keyring, { domainId: agent.domain_id, name, agentId });
+        const r = await fetchForAgent(sdb(tx.db), usableKeyring(mk), {
+          domainId: agent.domain_id,
+          name,
+          agentId,
+        });
         if (r.ok) audit(agent.domain_id, 'fetched', { id: r.secret.id, version: r.version });
         else audit(agent.domain_id, 'fetch_refused', { reason: r.error.code });
         return r;

@@ -246,6 +246,7 @@ describe.each(STORES)('secrets on %s', (store) => {
       source: 'file',
       previous_key_ids: [],
       versions_by_key: { [rotated.body.key_id as string]: total },
+      problem: null,
     });
     const file = parseKeyList(readFileSync(join(t.dataDir, 'master.key'), 'utf8'), 'master.key');
     expect(file.map(keyIdOf)).toEqual([rotated.body.key_id]);
