@@ -6,9 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { machine, ROOT, today, writeSection } from '../lib/report.mjs';
+import { machine, median, ROOT, today, writeSection } from '../lib/report.mjs';
 
-const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const DURATION = Number(process.env.BENCH_DURATION ?? 5);
+/** Tower and bare runs alternate, so load from elsewhere on the machine hits both alike. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 32;
 const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -31,6 +33,15 @@ function start(args, env = {}) {
 async function cannon(opts) {
   const r = await autocannon({ connections: CONNECTIONS, duration: DURATION, ...opts });
   return { rps: Math.round(r.requests.average), p99: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+/** Median req/s and p99 over the rounds of one target. */
+function summarize(runs) {
+  return {
+    rps: Math.round(median(runs.map((r) => r.rps))),
+    p99: median(runs.map((r) => r.p99)),
+    errors: runs.reduce((n, r) => n + r.errors, 0),
+  };
 }
 
 async function measureStore(store) {
@@ -121,7 +132,7 @@ writeSection(
   `## http — tower REST vs a bare Fastify route
 
 Date ${today()}; machine: ${machine()}.
-Command: \`npm run build && npm run bench -- http\` (autocannon, ${CONNECTIONS} connections, ${DURATION} s per run after a 2 s warm-up, client in the bench process, each server in its own process).
+Command: \`npm run build && npm run bench -- http\` (autocannon, ${CONNECTIONS} connections, ${DURATION} s per run after a 2 s warm-up; ${ROUNDS} rounds alternating tower and bare runs, medians reported; client in the bench process, each server in its own process).
 The tower route authenticates a service token (cached lookup), checks the domain/mission, runs the query and, for POST, writes the record and its feed event in one transaction. The bare route is Fastify with the same single query (SELECT by id, or one INSERT), no auth, no event.
 Target: the tower within 2x of the bare route.
 
