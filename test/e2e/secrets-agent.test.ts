@@ -26,6 +26,7 @@ import {
   type TowerProc,
 } from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';
+import { captureFeed, type FeedCapture, HAS_FEED } from './feed-capture.js';
 
 const SRC = resolve(import.meta.dirname, '../../src');
 // TODO(secrets): drop this guard once the lifecycle (supervisor) and mesh (agents) areas are on main.
@@ -97,6 +98,7 @@ describe.skipIf(!HAS_AGENTS)('an agent started by svcd reads its secrets', () =>
   let agentId: string;
   let domainId: string;
   let cli: NodeJS.ProcessEnv;
+  let feed: FeedCapture;
 
   const svc = async (args: string[], input?: string) => {
     const r = await run(SVC_BIN, args, cli, input);
@@ -107,6 +109,7 @@ describe.skipIf(!HAS_AGENTS)('an agent started by svcd reads its secrets', () =>
   beforeAll(async () => {
     for (const d of [home, out, env.HOME as string]) mkdirSync(d, { recursive: true, mode: 0o700 });
     tower = await startTowerProc(env);
+    feed = captureFeed(tower.url, readFileSync(join(home, 'tower', 'admin.token'), 'utf8').trim());
     cli = { ...env, SVC_BASE_URL: tower.url };
     domainId = (JSON.parse(await svc(['--json', 'domain', 'create', 'ops'])) as { id: string }).id;
     await svc(['agent', 'node', 'register', '--hostname', 'e2e-node']);
@@ -147,6 +150,7 @@ describe.skipIf(!HAS_AGENTS)('an agent started by svcd reads its secrets', () =>
     );
   });
   afterAll(async () => {
+    await feed?.stop();
     await stopAll();
     tmp.remove();
   });
@@ -211,7 +215,9 @@ describe.skipIf(!HAS_AGENTS)('an agent started by svcd reads its secrets', () =>
     expect(admin).toMatch(/^svc_/);
   });
 
-  it('leaves neither value anywhere: SVC_HOME, tower database, logs, feed, svcd environment', () => {
+  it('leaves neither value anywhere: SVC_HOME, tower database, logs, feed, svcd environment', async () => {
+    if (HAS_FEED)
+      await waitFor('the feed to carry the fetches', () => feed.text().includes('"fetch_refused"'));
     const files = listFiles(home);
     for (const must of [
       join('tower', 'tower.db'),
@@ -230,6 +236,7 @@ describe.skipIf(!HAS_AGENTS)('an agent started by svcd reads its secrets', () =>
         expect(log.includes(value)).toBe(false);
       }
       expect(readFileSync(`/proc/${svcd.child.pid}/environ`).includes(Buffer.from(value))).toBe(false);
+      expect(feed.text().includes(value)).toBe(false);
     }
   });
 });

@@ -18,6 +18,7 @@ import {
   type TowerProc,
 } from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';
+import { captureFeed, type FeedCapture, HAS_FEED } from './feed-capture.js';
 
 const VALUE = 'daemon-e2e-secret-3c5e7a9b1d';
 
@@ -57,9 +58,11 @@ describe('secrets.sock in a running svcd', () => {
   let svcd: Proc;
   let sock: string;
   let domainId: string;
+  let feed: FeedCapture;
 
   beforeAll(async () => {
     tower = await startTowerProc(env);
+    feed = captureFeed(tower.url, readFileSync(join(home.dir, 'tower', 'admin.token'), 'utf8').trim());
     const cli = { ...env, SVC_BASE_URL: tower.url };
     const dom = await run(SVC_BIN, ['--json', 'domain', 'create', 'ops'], cli);
     domainId = (JSON.parse(dom.stdout) as { id: string }).id;
@@ -95,6 +98,7 @@ describe('secrets.sock in a running svcd', () => {
     });
   });
   afterAll(async () => {
+    await feed.stop();
     await stopAll();
     home.remove();
   });
@@ -144,7 +148,11 @@ describe('secrets.sock in a running svcd', () => {
     expect(svcd.child.exitCode).toBeNull();
   });
 
-  it('leaves the value nowhere: files under SVC_HOME, tower database, logs, svcd environment', async () => {
+  it('leaves the value nowhere: files under SVC_HOME, tower database, logs, feed, svcd environment', async () => {
+    if (HAS_FEED) {
+      await waitFor('the feed to carry the grant', () => feed.text().includes('"granted"'));
+    }
+    expect(feed.text()).not.toContain(VALUE);
     const files = listFiles(home.dir);
     expect(files.some((f) => f.endsWith(join('tower', 'tower.db')))).toBe(true);
     expect(files.some((f) => f.endsWith(join('svcd', 'state.db')))).toBe(true);
