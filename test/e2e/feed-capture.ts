@@ -1,4 +1,4 @@
-// Records everything the tower's feed (/events/stream) sends while a test runs, so leak
+// Records everything the tower's feed sends from its first event on (resume from id 0), so leak
 // tests can search it. Towers without the feed yet answer 404 and the capture stays empty.
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -15,7 +15,7 @@ export function captureFeed(baseUrl: string, token: string): FeedCapture {
   const abort = new AbortController();
   let text = '';
   const done = (async () => {
-    const res = await fetch(`${baseUrl}/events/stream`, {
+    const res = await fetch(`${baseUrl}/events/stream?last_event_id=0`, {
       headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
       signal: abort.signal,
     });
