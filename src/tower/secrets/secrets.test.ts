@@ -224,6 +224,10 @@ describe.each(STORES)('secrets on %s', (store) => {
       if (field) expect((res.body.errors as { field: string }[])[0]?.field).toBe(field);
     }
     expect((await t.call('GET', `/secrets/OK${q()}`)).status).toBe(404);
+    // A malformed body is refused without quoting any of it.
+    const broken = await t.call('PUT', `/secrets/OK${q()}`, `{"value": ${VALUE}}`);
+    expect([broken.status, broken.body.code]).toEqual([400, 'invalid_json']);
+    expect(JSON.stringify(broken.body)).not.toContain(VALUE.slice(0, 8));
   });
 
   it('rotates the master key, re-encrypting every version, and keeps serving', async () => {
