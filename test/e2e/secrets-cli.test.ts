@@ -1,20 +1,12 @@
 // The operator side of secrets through the built CLI against a real tower process:
 // values go in on stdin only, never come back out, and never reach disk or logs in clear.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../support/poll.js';
+import { run, SVC_BIN, startTowerProc, stopAll, type TowerProc } from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';
 
-const SVC = resolve('dist/cli/svc.js');
 const VALUE = 'e2e-secret-value-4f9d2a7b1c';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 function listFiles(dir: string): string[] {
   const out: string[] = [];
@@ -28,53 +20,18 @@ function listFiles(dir: string): string[] {
 
 describe('svc secret against a running tower', () => {
   const home = makeTempDir('svc-e2e-secrets-');
-  let tower: ChildProcess;
-  let towerLog = '';
-  let url = '';
-  const env = () => ({ ...process.env, SVC_HOME: home.dir, SVC_BASE_URL: url, SVC_TOKEN: '' });
+  let tower: TowerProc;
 
-  function svc(args: string[], stdin?: string): Promise<Run> {
-    return new Promise((resolveRun, reject) => {
-      const e = env();
-      delete (e as Record<string, string | undefined>).SVC_TOKEN;
-      const child = spawn(process.execPath, [SVC, ...args], { env: e, stdio: ['pipe', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => {
-        stdout += d.toString();
-      });
-      child.stderr.on('data', (d: Buffer) => {
-        stderr += d.toString();
-      });
-      child.on('error', reject);
-      child.on('close', (code) => resolveRun({ code: code ?? -1, stdout, stderr }));
-      child.stdin.end(stdin ?? '');
-    });
-  }
+  const svc = async (args: string[], stdin?: string) => {
+    const r = await run(SVC_BIN, args, { SVC_HOME: home.dir, SVC_BASE_URL: tower.url }, stdin ?? '');
+    return { ...r, code: r.code as number };
+  };
 
   beforeAll(async () => {
-    tower = spawn(
-      process.execPath,
-      [SVC, 'tower', 'serve', '--listen', '127.0.0.1:0', '--log-level', 'debug'],
-      {
-        env: { ...process.env, SVC_HOME: home.dir },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    tower.stdout?.on('data', (d: Buffer) => {
-      towerLog += d.toString();
-    });
-    tower.stderr?.on('data', (d: Buffer) => {
-      towerLog += d.toString();
-    });
-    url = await waitFor('the tower to listen', () => /listening on (\S+)/.exec(towerLog)?.[1]);
+    tower = await startTowerProc({ SVC_HOME: home.dir }, ['--log-level', 'debug']);
   });
   afterAll(async () => {
-    if (tower.exitCode === null) {
-      const exited = new Promise((r) => tower.once('exit', r));
-      tower.kill('SIGTERM');
-      await exited;
-    }
+    await stopAll();
     home.remove();
   });
 
@@ -148,7 +105,7 @@ describe('svc secret against a running tower', () => {
     const files = listFiles(home.dir);
     expect(files.some((f) => f.endsWith('tower.db'))).toBe(true);
     for (const f of files) expect(readFileSync(f).includes(Buffer.from(VALUE)), f).toBe(false);
-    expect(towerLog).not.toContain(VALUE);
+    expect(tower.stdout() + tower.stderr()).not.toContain(VALUE);
     expect((statSync(join(home.dir, 'tower', 'master.key')).mode & 0o777).toString(8)).toBe('600');
   });
 });
