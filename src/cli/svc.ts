@@ -5,6 +5,7 @@ import { Command } from 'commander';
 import { registerDaemonCommands } from './commands/daemon.js';
 import { registerNodeCommands } from './commands/node.js';
 import { registerRecords } from './commands/records.js';
+import { registerSecret } from './commands/secret.js';
 import { registerToken } from './commands/token.js';
 import { registerTower } from './commands/tower.js';
 import { makeDeps } from './deps.js';
@@ -25,6 +26,7 @@ export function buildSvc(io: CliIO): Command {
   registerTower(program, deps);
   registerToken(program, deps);
   registerRecords(program, deps);
+  registerSecret(program, deps);
 
   // Command groups several areas add to.
   const agent = program

@@ -9,6 +9,7 @@ import type { NodeIdentity } from '../protocol/nodes.js';
 import type { Component, DaemonContext } from './context.js';
 import { MgmtServer } from './mgmt/server.js';
 import { daemonPaths } from './paths.js';
+import { createSecretsBroker, SessionRegistry } from './secrets/index.js';
 import { openStateStore } from './state/store.js';
 import { createTowerApi } from './tower-client/api.js';
 import { createOutbox } from './tower-client/outbox.js';
@@ -29,7 +30,7 @@ export interface DaemonOptions {
 export type ComponentFactory = (ctx: DaemonContext, opts: DaemonOptions) => Component;
 
 /** Areas plug in here, in start order (stopped in reverse). */
-const COMPONENTS: ComponentFactory[] = [];
+const COMPONENTS: ComponentFactory[] = [(ctx) => createSecretsBroker(ctx)];
 
 export interface Daemon {
   ctx: DaemonContext;
@@ -59,6 +60,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     tower,
     events: outbox,
     mgmt,
+    secrets: new SessionRegistry(paths.secretsSock),
     shutdown: shutdown.signal,
   };
   const components: Component[] = [outbox, ...COMPONENTS.map((make) => make(ctx, opts))];
