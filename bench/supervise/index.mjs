@@ -13,7 +13,7 @@ import { MgmtClient } from '../../dist/cli/mgmt-client.js';
 import { defaultSvcdConfig } from '../../dist/daemon/config/config.js';
 import { MgmtServer } from '../../dist/daemon/mgmt/server.js';
 import { daemonPaths } from '../../dist/daemon/paths.js';
-import { standInSessions } from '../../dist/daemon/runtimes/sessions.js';
+import { SessionRegistry } from '../../dist/daemon/secrets/index.js';
 import { openStateStore } from '../../dist/daemon/state/store.js';
 import { createSupervisor } from '../../dist/daemon/supervisor/supervisor.js';
 import { systemClock } from '../../dist/lib/clock.js';
@@ -57,12 +57,13 @@ async function svcdSupervisor(agentsToml, tune) {
     tower: { baseUrl: 'http://127.0.0.1:1', request: () => Promise.reject(new Error('offline')) },
     events: { publish: async () => {} },
     mgmt,
+    secrets: new SessionRegistry(paths.secretsSock),
     shutdown: new AbortController().signal,
   };
   const config = defaultSvcdConfig();
   config.supervisor.stopGraceMs = 2000;
   tune(config);
-  const sup = createSupervisor(ctx, { sessions: standInSessions(paths.secretsSock), config, userBus: false });
+  const sup = createSupervisor(ctx, { config, userBus: false });
   await sup.start();
   return {
     sup,

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // svcd: the node daemon. `svcd run` starts it; other subcommands are helpers agents call.
 import { Command } from 'commander';
+import { registerGetSecret } from './commands/get-secret.js';
 import { registerReferenceAgent } from './commands/reference-agent.js';
 import { registerSvcdRun } from './commands/svcd-run.js';
 import type { CliIO } from './io.js';
@@ -14,6 +15,7 @@ export function buildSvcd(io: CliIO): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   registerSvcdRun(program, io);
+  registerGetSecret(program, io);
   registerReferenceAgent(program, io);
   for (const c of program.commands) c.exitOverride();
   return program;

@@ -9,7 +9,7 @@ import type { NodeIdentity } from '../protocol/nodes.js';
 import type { Component, DaemonContext } from './context.js';
 import { MgmtServer } from './mgmt/server.js';
 import { daemonPaths } from './paths.js';
-import { standInSessions } from './runtimes/sessions.js';
+import { createSecretsBroker, SessionRegistry } from './secrets/index.js';
 import { openStateStore } from './state/store.js';
 import { createSupervisor } from './supervisor/supervisor.js';
 import { createTowerApi } from './tower-client/api.js';
@@ -32,8 +32,9 @@ export type ComponentFactory = (ctx: DaemonContext, opts: DaemonOptions) => Comp
 
 /** Areas plug in here, in start order (stopped in reverse). */
 const COMPONENTS: ComponentFactory[] = [
-  // Until the secrets broker is wired, sessions are minted by a stand-in (no broker answers).
-  (ctx) => createSupervisor(ctx, { sessions: standInSessions(ctx.paths.secretsSock) }),
+  (ctx) => createSecretsBroker(ctx),
+  // After the broker: agents get their secrets sessions from ctx.secrets.
+  (ctx) => createSupervisor(ctx),
 ];
 
 export interface Daemon {
@@ -64,6 +65,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     tower,
     events: outbox,
     mgmt,
+    secrets: new SessionRegistry(paths.secretsSock),
     shutdown: shutdown.signal,
   };
   const components: Component[] = [outbox, ...COMPONENTS.map((make) => make(ctx, opts))];

@@ -6,6 +6,7 @@ import { MgmtClient } from '../../src/cli/mgmt-client.js';
 import type { DaemonContext, TowerApi } from '../../src/daemon/context.js';
 import { MgmtServer } from '../../src/daemon/mgmt/server.js';
 import { daemonPaths } from '../../src/daemon/paths.js';
+import { SessionRegistry } from '../../src/daemon/secrets/index.js';
 import { openStateStore } from '../../src/daemon/state/store.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { systemClock } from '../../src/lib/clock.js';
@@ -61,6 +62,7 @@ export async function makeTestDaemonContext(
       },
     },
     mgmt,
+    secrets: new SessionRegistry(paths.secretsSock),
     shutdown: shutdown.signal,
   };
   let client: MgmtClient | null = null;

@@ -1,6 +1,5 @@
 // `svcd run`: the daemon in the foreground (what systemd and `svc daemon up` start).
 import type { Command } from 'commander';
-import { createDaemon } from '../../daemon/daemon.js';
 import { nodeFileForRead, readNodeIdentity } from '../../daemon/identity.js';
 import { createLogger } from '../../lib/log.js';
 import { checkBaseUrl, DEFAULT_BASE_URL } from '../../lib/url.js';
@@ -37,6 +36,8 @@ export function registerSvcdRun(program: Command, io: CliIO): void {
         throw new SvcError('config_invalid', (e as Error).message);
       }
       const log = createLogger({ level: flags.logLevel, name: 'svcd' });
+      // Loaded here, not at the top: `svcd get-secret`, which agents run often, starts fast.
+      const { createDaemon } = await import('../../daemon/daemon.js');
       const daemon = await createDaemon({
         home: io.paths.home,
         backendUrl,

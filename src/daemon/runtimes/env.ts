@@ -18,6 +18,7 @@ export interface AgentEnvParts {
   agentId: string;
   /** Marker for orphan detection (process/group.ts): the unit or run this process belongs to. */
   unit: string;
+  /** SVC_SECRETS_SOCKET and SVC_SECRETS_SESSION of this run. */
   session: Record<string, string>;
   taskId?: string;
 }

@@ -5,18 +5,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { systemClock } from '../../lib/clock.js';
 import { defaultSvcdConfig } from '../config/config.js';
+import { SessionRegistry } from '../secrets/index.js';
 import type { ProgressUpdate } from './progress.js';
 import { createRuntimeRunner, type RuntimeRunner, withSudoHint } from './runner.js';
-import { standInSessions } from './sessions.js';
 
 describe('runtime runner', () => {
   let tmp: ReturnType<typeof makeTempDir>;
   let runner: RuntimeRunner;
-  let sessions: ReturnType<typeof standInSessions>;
+  let sessions: SessionRegistry;
 
   beforeAll(() => {
     tmp = makeTempDir();
-    sessions = standInSessions(join(tmp.dir, 'secrets.sock'));
+    sessions = new SessionRegistry(join(tmp.dir, 'secrets.sock'));
     const config = defaultSvcdConfig();
     config.runtime.gamma_cli = { command: ['sh', '-c', 'cat; echo " from stdin"'], env: { GAMMA: '1' } };
     runner = createRuntimeRunner({
@@ -65,7 +65,7 @@ describe('runtime runner', () => {
     expect(r.summary).toContain(
       `sock=${join(tmp.dir, 'secrets.sock')} session=43 agent=a2 task=mt_7 token=none`,
     );
-    expect(sessions.live()).toEqual([]);
+    expect(sessions.size).toBe(0);
   });
 
   it('delivers the prompt on stdin when the template has no {prompt}', async () => {

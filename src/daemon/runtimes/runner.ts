@@ -9,13 +9,13 @@ import { formatDuration } from '../../lib/duration.js';
 import { newId } from '../../lib/ids.js';
 import type { RuntimeKind } from '../../protocol/runtimes.js';
 import type { RuntimeConfig } from '../config/runtime-section.js';
+import type { SecretSessions } from '../context.js';
 import { DEFAULT_ROTATION, RotatingLog, type RotationPolicy } from '../process/rotating-log.js';
 import { AcpSession, describeExit } from './acp-session.js';
 import { runCli } from './cli-run.js';
 import { agentEnv } from './env.js';
 import { RUNTIMES } from './kinds.js';
 import type { ProgressUpdate } from './progress.js';
-import { type SecretSessions, sessionEnv } from './sessions.js';
 import { renderCommand, resolveSelf, selfCommand } from './template.js';
 
 export interface RunRequest {
@@ -111,7 +111,7 @@ export function createRuntimeRunner(deps: RuntimeRunnerDeps): RuntimeRunner {
         extra: [deps.runtimes[req.runtime].env, req.env ?? {}],
         agentId: req.agentId,
         unit: runId,
-        session: sessionEnv(session),
+        session: session.env,
         ...(req.taskId !== undefined ? { taskId: req.taskId } : {}),
       });
       log.mark(

@@ -7,7 +7,6 @@ import { waitFor } from '../../../test/support/poll.js';
 import { psGroup } from '../../../test/support/ps.js';
 import { FakeClock } from '../../lib/clock.js';
 import { defaultSvcdConfig } from '../config/config.js';
-import { standInSessions } from '../runtimes/sessions.js';
 import { createSupervisor, type Supervisor } from './supervisor.js';
 import type { AgentTerminal } from './terminal.js';
 
@@ -30,7 +29,6 @@ describe('PTY agents', () => {
     const config = defaultSvcdConfig();
     config.supervisor.stopGraceMs = 2000;
     sup = createSupervisor(t.ctx, {
-      sessions: standInSessions(t.ctx.paths.secretsSock),
       config,
       userBus: false,
     });

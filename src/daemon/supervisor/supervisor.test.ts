@@ -1,7 +1,7 @@
 // The supervisor in-process with real processes and a FakeClock driving the watchdog:
 // kill -9 → restart at the next poll, grace and throttle to the second, pause/resume,
 // process trees, nightly restarts across DST, ACP progress, reload of a bad agents.toml.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/support/daemon-ctx.js';
 import { waitFor } from '../../../test/support/poll.js';
@@ -10,7 +10,7 @@ import { FakeClock } from '../../lib/clock.js';
 import type { AgentStatus } from '../../protocol/agents.js';
 import { isSvcError } from '../../protocol/errors.js';
 import { defaultSvcdConfig, type SvcdConfig } from '../config/config.js';
-import { standInSessions } from '../runtimes/sessions.js';
+import type { SessionRegistry } from '../secrets/index.js';
 import { createSupervisor, type Supervisor } from './supervisor.js';
 
 const S = 1000;
@@ -20,7 +20,7 @@ interface Harness {
   t: TestDaemonContext;
   clock: FakeClock;
   sup: Supervisor;
-  sessions: ReturnType<typeof standInSessions>;
+  sessions: SessionRegistry;
 }
 
 let open: Harness[] = [];
@@ -36,8 +36,8 @@ async function harness(
   const config = defaultSvcdConfig();
   config.supervisor.stopGraceMs = 2000;
   tune(config);
-  const sessions = standInSessions(t.ctx.paths.secretsSock);
-  const sup = createSupervisor(t.ctx, { sessions, config, userBus: false });
+  const sessions = t.ctx.secrets as SessionRegistry;
+  const sup = createSupervisor(t.ctx, { config, userBus: false });
   await sup.start();
   const h = { t, clock, sup, sessions };
   open.push(h);
@@ -176,11 +176,7 @@ describe('supervisor with the process backend', () => {
     await h.sup.stop();
     open = open.filter((x) => x !== h);
     h.t.ctx.mgmt = { register() {} }; // the first supervisor's methods are still registered
-    const again = createSupervisor(h.t.ctx, {
-      sessions: h.sessions,
-      config: defaultSvcdConfig(),
-      userBus: false,
-    });
+    const again = createSupervisor(h.t.ctx, { config: defaultSvcdConfig(), userBus: false });
     await again.start();
     try {
       expect(again.listAgents()[0]).toMatchObject({ id: 'sleeper', paused: true, state: 'running' });
@@ -229,13 +225,23 @@ command = ["sh", "-c", "sleep 600 & sleep 600 & wait"]
 
   it('mints a secrets session per run and revokes it when the agent dies', async () => {
     const h = await harness(SLEEPER);
-    expect(h.sessions.live().length).toBe(1);
-    const before = h.sessions.live()[0];
-    process.kill(status(h, 'sleeper').pid as number, 'SIGKILL');
-    await waitFor('the revocation', () => h.sessions.live().length === 0);
+    const sessionOf = (pid: number) =>
+      readFileSync(`/proc/${pid}/environ`, 'utf8')
+        .split('\0')
+        .find((e) => e.startsWith('SVC_SECRETS_SESSION='))
+        ?.slice('SVC_SECRETS_SESSION='.length) ?? '';
+    expect(h.sessions.size).toBe(1);
+    const pid = status(h, 'sleeper').pid as number;
+    const before = sessionOf(pid);
+    expect(h.sessions.resolve(before)).toBe('sleeper');
+    process.kill(pid, 'SIGKILL');
+    await waitFor('the revocation', () => h.sessions.size === 0);
+    expect(h.sessions.resolve(before)).toBeNull();
     await h.sup.poll();
-    expect(h.sessions.live().length).toBe(1);
-    expect(h.sessions.live()[0]).not.toBe(before);
+    expect(h.sessions.size).toBe(1);
+    const after = sessionOf(status(h, 'sleeper').pid as number);
+    expect(after).not.toBe(before);
+    expect(h.sessions.resolve(after)).toBe('sleeper');
   });
 
   it('restarts an agent on request, with grace after it', async () => {

@@ -11,14 +11,13 @@ import type { Logger } from '../../lib/log.js';
 import type { AgentStatus, ReloadResult, SignalResult, UnitState } from '../../protocol/agents.js';
 import { SvcError } from '../../protocol/errors.js';
 import { loadSvcdConfig, type SvcdConfig } from '../config/config.js';
-import type { Component, DaemonContext } from '../context.js';
+import type { Component, DaemonContext, SecretSession, SecretSessions } from '../context.js';
 import { reapOrphanGroup } from '../process/group.js';
 import type { ExitInfo } from '../runtimes/acp-session.js';
 import { agentEnv, withoutCredentials } from '../runtimes/env.js';
 import { RUNTIMES } from '../runtimes/kinds.js';
 import type { ProgressUpdate } from '../runtimes/progress.js';
 import { createRuntimeRunner, type RuntimeRunner } from '../runtimes/runner.js';
-import { type SecretSession, type SecretSessions, sessionEnv } from '../runtimes/sessions.js';
 import { renderCommand, resolveSelf, selfCommand } from '../runtimes/template.js';
 import { type AgentSpec, type BackendKind, loadAgentsFile } from './agents-file.js';
 import { createProcessBackend } from './backends/process.js';
@@ -33,8 +32,8 @@ import type { AgentTerminal } from './terminal.js';
 import { afterManualRestart, type Decision, freshWatch, step, type WatchState } from './watchdog.js';
 
 export interface SupervisorDeps {
-  /** The secrets broker's session minting (SVC_SECRETS_* of every agent process). */
-  sessions: SecretSessions;
+  /** Mints the SVC_SECRETS_* session of every agent run (default: the broker's, ctx.secrets). */
+  sessions?: SecretSessions;
   /** Real-time waits for process exits (default: the system clock, even when ctx.clock is fake). */
   waits?: Clock;
   /** Use this configuration instead of reading config.toml (tests, benchmarks). */
@@ -121,11 +120,12 @@ export function chooseBackend(spec: AgentSpec, config: SvcdConfig, userBus: bool
   return b;
 }
 
-export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps): Supervisor {
+export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps = {}): Supervisor {
   const log: Logger = ctx.log.child({ component: 'supervisor' });
   const waits = deps.waits ?? systemClock;
   const self = deps.self ?? selfCommand();
   const userBus = deps.userBus ?? hasUserBus(ctx.env);
+  const sessions = deps.sessions ?? ctx.secrets;
   const store = createSupervisorStore(ctx.state);
   const agents = new Map<string, Agent>();
   const terminalListeners = new Set<(agentId: string, t: AgentTerminal | null) => void>();
@@ -158,7 +158,7 @@ export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps): Supe
     run: (req) => {
       runner ??= createRuntimeRunner({
         runtimes: cfg().runtime,
-        sessions: deps.sessions,
+        sessions,
         logsDir: ctx.paths.logsDir,
         baseEnv: ctx.env,
         clock: ctx.clock,
@@ -329,7 +329,7 @@ export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps): Supe
         extra: [c.runtime[spec.runtime].env, spec.env],
         agentId: spec.id,
         unit: a.unitName,
-        session: session ? sessionEnv(session) : {},
+        session: session ? session.env : {},
       }),
       logFile: logFileOf(spec),
       rotation: rotation(),
@@ -342,7 +342,7 @@ export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps): Supe
   /** Starts the agent's unit (caller holds the agent's queue). Failure leaves it dead. */
   async function launch(a: Agent): Promise<void> {
     await mkdir(cwdOf(a.spec), { recursive: true, mode: 0o700 });
-    const session = deps.sessions.mint(a.spec.id);
+    const session = sessions.mint(a.spec.id);
     const generation = ++a.generation;
     a.state = 'starting';
     let unit: RunningUnit;

@@ -7,7 +7,6 @@ import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/sup
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { FakeClock } from '../../lib/clock.js';
 import { defaultSvcdConfig } from '../config/config.js';
-import { standInSessions } from '../runtimes/sessions.js';
 import type { AgentSpec } from './agents-file.js';
 import { systemdQuote } from './backends/systemd.js';
 import { chooseBackend, createSupervisor, type Supervisor } from './supervisor.js';
@@ -85,7 +84,6 @@ env = { MODE = "prod" }
     config.supervisor.stopGraceMs = 5000;
     const start = async () => {
       const s = createSupervisor(t!.ctx, {
-        sessions: standInSessions(t!.ctx.paths.secretsSock),
         config,
         userBus: true,
       });

@@ -8,7 +8,6 @@ import { waitFor } from '../../../test/support/poll.js';
 import { isAlive, psGroup } from '../../../test/support/ps.js';
 import { FakeClock } from '../../lib/clock.js';
 import { defaultSvcdConfig } from '../config/config.js';
-import { standInSessions } from '../runtimes/sessions.js';
 import { createSupervisor, type Supervisor } from './supervisor.js';
 
 const SOCKET = `svc-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
@@ -30,7 +29,6 @@ function supervisor(ctx: TestDaemonContext): Supervisor {
   config.supervisor.tmuxSocket = SOCKET;
   config.supervisor.stopGraceMs = 2000;
   const s = createSupervisor(ctx.ctx, {
-    sessions: standInSessions(ctx.ctx.paths.secretsSock),
     config,
     userBus: false,
   });
