@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { createDaemon } from '../../daemon/daemon.js';
 import { nodeFileForRead, readNodeIdentity } from '../../daemon/identity.js';
+import { offsetClock, systemClock } from '../../lib/clock.js';
 import { createLogger } from '../../lib/log.js';
 import { checkBaseUrl, DEFAULT_BASE_URL } from '../../lib/url.js';
 import { SvcError } from '../../protocol/errors.js';
@@ -37,6 +38,9 @@ export function registerSvcdRun(program: Command, io: CliIO): void {
         throw new SvcError('config_invalid', (e as Error).message);
       }
       const log = createLogger({ level: flags.logLevel, name: 'svcd' });
+      const clockOffset = testClockOffset(env);
+      if (clockOffset !== 0)
+        log.warn({ offset_ms: clockOffset }, 'SVC_TEST_CLOCK_OFFSET_MS is set: test-only');
       const daemon = await createDaemon({
         home: io.paths.home,
         backendUrl,
@@ -44,6 +48,7 @@ export function registerSvcdRun(program: Command, io: CliIO): void {
         env,
         log,
         version: VERSION,
+        ...(clockOffset !== 0 ? { clock: offsetClock(systemClock, clockOffset) } : {}),
         ...(flags.boosterWasm ? { boosterWasm: flags.boosterWasm } : {}),
       });
       await daemon.start();
@@ -61,4 +66,15 @@ export function registerSvcdRun(program: Command, io: CliIO): void {
         process.on('SIGINT', onSignal);
       });
     });
+}
+
+/** Test-only (docs/cron.md): shifts svcd's clock, e.g. to just before a minute boundary. */
+function testClockOffset(env: NodeJS.ProcessEnv): number {
+  const raw = env.SVC_TEST_CLOCK_OFFSET_MS;
+  if (raw === undefined || raw === '') return 0;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n)) {
+    throw new SvcError('config_invalid', `SVC_TEST_CLOCK_OFFSET_MS must be an integer (ms), not "${raw}"`);
+  }
+  return n;
 }

@@ -212,13 +212,17 @@ export function parseCronConfig(text: string, file: string): CronConfig {
 
     const dispatchText = stringField(r, 'dispatch', bad);
     let dispatch: Dispatch = 'signal';
+    let dispatchKnown = true;
     if (dispatchText !== undefined) {
       if (dispatchText === 'signal' || dispatchText === 'bash') dispatch = dispatchText;
-      else bad('dispatch', `unknown dispatch "${dispatchText}": use "signal" (default) or "bash"`);
+      else {
+        dispatchKnown = false;
+        bad('dispatch', `unknown dispatch "${dispatchText}": use "signal" (default) or "bash"`);
+      }
     }
 
     const session = stringField(r, 'session', bad);
-    if (dispatch === 'signal' && session === undefined && !('session' in r)) {
+    if (dispatchKnown && dispatch === 'signal' && session === undefined && !('session' in r)) {
       bad('session', 'missing: a signal job names the agent (profile or mux session) to signal');
     }
     const prompt = stringField(r, 'prompt', bad, { required: true });
