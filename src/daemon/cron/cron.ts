@@ -17,6 +17,7 @@ import * as store from './store.js';
 /** Dedup keys of minutes older than this are dropped (hourly, and by cron.gc). */
 export const DEDUP_KEEP_MS = 24 * 60 * 60_000;
 const GC_EVERY_MS = 60 * 60_000;
+const TRIM_EVERY = 10;
 
 export interface CronDeps {
   /** `svc agent signal` to an agent id or profile (the supervisor's). */
@@ -51,6 +52,8 @@ interface Running {
   id: number;
   minute: number;
   done: Promise<void>;
+  /** Kills a bash job (svcd stopping). */
+  abort: AbortController;
 }
 
 export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
@@ -72,8 +75,8 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
   let started = false;
   let stopped = false;
   let stopping: Promise<void> | null = null;
-  /** Aborts running bash jobs when svcd stops. */
-  const jobsAbort = new AbortController();
+  /** Fires per job since its history was last trimmed to the newest 100. */
+  const sinceTrim = new Map<string, number>();
 
   let finished: { job: string; finish: store.Finish; event: CronFireEventPayload }[] = [];
   let flushing: Promise<void> | null = null;
@@ -121,7 +124,11 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
 
     for (const { entry, id } of admitted) {
       if (entry.outcome === 'running') startFire(entry.decision.job, entry, id);
-      else void publish(eventOf(entry, { outcome: 'skipped', exitCode: null, durationMs: null }));
+    }
+    for (const { entry } of admitted) {
+      if (entry.outcome !== 'skipped') continue;
+      void publish(eventOf(entry, { outcome: 'skipped', exitCode: null, durationMs: null }));
+      if (trimDue(entry.job)) await store.trim(db, entry.job);
     }
     if (admitted.length > 0) {
       log.debug({ minute: iso(minute), fired: admitted.length }, 'cron tick');
@@ -165,7 +172,8 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
 
   function startFire(job: CronJob, entry: Entry, id: number): void {
     const startedAt = entry.startedAt ?? clock.now();
-    const done = dispatch(job, entry)
+    const abort = new AbortController();
+    const done = dispatch(job, entry, abort.signal)
       .catch((e: unknown) => ({
         outcome: 'failed' as const,
         exitCode: null,
@@ -186,12 +194,13 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
         running.delete(job.name);
         return record(job.name, finish, eventOf(entry, finish));
       });
-    running.set(job.name, { id, minute: entry.scheduledMinute, done });
+    running.set(job.name, { id, minute: entry.scheduledMinute, done, abort });
   }
 
   async function dispatch(
     job: CronJob,
     entry: Entry,
+    signal: AbortSignal,
   ): Promise<{
     outcome: store.Finish['outcome'];
     exitCode: number | null;
@@ -222,7 +231,7 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
         SVC_CRON_SCHEDULED_MINUTE: iso(entry.scheduledMinute),
       },
       cwd: ctx.env.HOME ?? ctx.paths.home,
-      signal: jobsAbort.signal,
+      signal,
     });
     const tail = r.outputTail === '' ? null : r.outputTail;
     if (r.spawnError) return { outcome: 'failed', exitCode: null, outputTail: tail, detail: r.spawnError };
@@ -258,8 +267,9 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
       while (finished.length > 0) {
         const batch = finished;
         finished = [];
+        const trimJobs = batch.filter((b) => trimDue(b.job)).map((b) => b.job);
         try {
-          await store.finish(db, batch);
+          await store.finish(db, batch, trimJobs);
         } catch (e) {
           log.error({ err: e, fires: batch.length }, 'could not record cron outcomes');
         }
@@ -268,6 +278,21 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
       flushing = null;
     })();
     return flushing;
+  }
+
+  /**
+   * Whether a job's history should be cut back to the newest 100 now: at its first entry
+   * after start, then every TRIM_EVERY entries. Reads use LIMIT 100, so the few extra rows in
+   * between never show, and a tick of 1 000 fires does not pay 1 000 deletes.
+   */
+  function trimDue(job: string): boolean {
+    const n = sinceTrim.get(job);
+    if (n === undefined || n + 1 >= TRIM_EVERY) {
+      sinceTrim.set(job, 0);
+      return true;
+    }
+    sinceTrim.set(job, n + 1);
+    return false;
   }
 
   async function publish(payload: CronFireEventPayload): Promise<void> {
@@ -346,7 +371,7 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
         timer?.cancel();
         timer = null;
         await ticking?.catch(() => {});
-        jobsAbort.abort();
+        for (const r of running.values()) r.abort.abort();
         await Promise.all([...running.values()].map((r) => r.done));
         await flushing;
       })();

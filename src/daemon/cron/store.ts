@@ -204,8 +204,12 @@ export interface Finish {
   detail: string | null;
 }
 
-/** Records the outcomes of finished fires and trims their jobs' history, in one transaction. */
-export async function finish(db: CronDb, done: readonly { job: string; finish: Finish }[]): Promise<void> {
+/** Records the outcomes of finished fires and trims the given jobs' history, in one transaction. */
+export async function finish(
+  db: CronDb,
+  done: readonly { job: string; finish: Finish }[],
+  trimJobs: Iterable<string>,
+): Promise<void> {
   if (done.length === 0) return;
   await db.transaction().execute(async (trx) => {
     for (const { finish: f } of done) {
@@ -222,7 +226,7 @@ export async function finish(db: CronDb, done: readonly { job: string; finish: F
         .where('id', '=', f.id)
         .execute();
     }
-    for (const job of new Set(done.map((d) => d.job))) await trim(trx, job);
+    for (const job of trimJobs) await trim(trx, job);
   });
 }
 
