@@ -11,7 +11,7 @@
 // events go to a no-op outbox.
 import { execSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem, tmpdir } from 'node:os';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Cron } from 'croner';
 import { parseCronConfig } from '../../dist/daemon/cron/config.js';
@@ -57,9 +57,17 @@ function jobsToml(n, kind) {
       // A mix like a real node's: a few frequent jobs, many hourly and daily ones.
       const r = i % 50;
       schedule =
-        r === 0 ? '* * * * *' : r < 10 ? `*/${5 + (i % 10)} * * * *` : r < 35 ? `${i % 60} * * * *` : `${i % 60} ${i % 24} * * *`;
+        r === 0
+          ? '* * * * *'
+          : r < 10
+            ? `*/${5 + (i % 10)} * * * *`
+            : r < 35
+              ? `${i % 60} * * * *`
+              : `${i % 60} ${i % 24} * * *`;
     }
-    out.push(`[[job]]\nname = "job-${i}"\nschedule = "${schedule}"\nsession = "agent-${i % 20}"\nprompt = "tick"\n`);
+    out.push(
+      `[[job]]\nname = "job-${i}"\nschedule = "${schedule}"\nsession = "agent-${i % 20}"\nprompt = "tick"\n`,
+    );
   }
   return out.join('\n');
 }
@@ -120,7 +128,7 @@ async function runComponent({ label, n, kind, k, ticks, bash = false }) {
   await cron.idle();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  await new Promise((r) => setTimeout(r, ((ticks * MIN) / k) - 1000 / k));
+  await new Promise((r) => setTimeout(r, (ticks * MIN) / k - 1000 / k));
   await cron.idle();
   const cpu = process.cpuUsage(cpu0);
   const wall = performance.now() - t0;
@@ -157,7 +165,8 @@ function runDecision(n, kind) {
   const running = new Set();
   let minute = Date.UTC(2031, 0, 6, 10, 0);
   // Warm the per-zone offset cache and the JIT, then measure.
-  for (let i = 0; i < 20; i++, minute += MIN) dueJobs({ jobs, minute, lastTick: minute - MIN, heartbeats, running });
+  for (let i = 0; i < 20; i++, minute += MIN)
+    dueJobs({ jobs, minute, lastTick: minute - MIN, heartbeats, running });
   const rounds = 200;
   const c0 = process.cpuUsage();
   const t0 = performance.now();
@@ -166,7 +175,13 @@ function runDecision(n, kind) {
     due += dueJobs({ jobs, minute, lastTick: minute - MIN, heartbeats, running }).length;
   }
   const c = process.cpuUsage(c0);
-  return { n, kind, usWall: ((performance.now() - t0) * 1000) / rounds, usCpu: (c.user + c.system) / rounds, duePerTick: due / rounds };
+  return {
+    n,
+    kind,
+    usWall: ((performance.now() - t0) * 1000) / rounds,
+    usCpu: (c.user + c.system) / rounds,
+    duePerTick: due / rounds,
+  };
 }
 
 async function runCronerPeer(n, seconds) {
@@ -184,7 +199,14 @@ async function runCronerPeer(n, seconds) {
   await new Promise((r) => setTimeout(r, seconds * 1000));
   const cpu = process.cpuUsage(cpu0);
   for (const j of jobs) j.stop();
-  return { n, seconds, fires: lags.length, p50: pct(lags, 50), p99: pct(lags, 99), cpuPerTick: (cpu.user + cpu.system) / 1000 / seconds };
+  return {
+    n,
+    seconds,
+    fires: lags.length,
+    p50: pct(lags, 50),
+    p99: pct(lags, 99),
+    cpuPerTick: (cpu.user + cpu.system) / 1000 / seconds,
+  };
 }
 
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, load ${execSync('cat /proc/loadavg').toString().split(' ').slice(0, 3).join(' ')}`;
@@ -192,22 +214,60 @@ console.log(`machine: ${machine}`);
 
 const decisions = [runDecision(1000, 'every-minute'), runDecision(1000, 'mixed'), runDecision(5000, 'mixed')];
 const runs = [];
-runs.push(await runComponent({ label: '1 000 jobs, all due every minute', n: 1000, kind: 'every-minute', k: 20, ticks: 12 }));
-runs.push(await runComponent({ label: '1 000 jobs, mixed schedules', n: 1000, kind: 'mixed', k: 30, ticks: 20 }));
-runs.push(await runComponent({ label: '5 000 jobs, all due every minute', n: 5000, kind: 'every-minute', k: 6, ticks: 6 }));
-runs.push(await runComponent({ label: '5 000 jobs, mixed schedules', n: 5000, kind: 'mixed', k: 30, ticks: 20 }));
-runs.push(await runComponent({ label: '100 bash jobs, all due every minute', n: 100, kind: 'every-minute', k: 20, ticks: 8, bash: true }));
+runs.push(
+  await runComponent({
+    label: '1 000 jobs, all due every minute',
+    n: 1000,
+    kind: 'every-minute',
+    k: 20,
+    ticks: 12,
+  }),
+);
+runs.push(
+  await runComponent({ label: '1 000 jobs, mixed schedules', n: 1000, kind: 'mixed', k: 30, ticks: 20 }),
+);
+runs.push(
+  await runComponent({
+    label: '5 000 jobs, all due every minute',
+    n: 5000,
+    kind: 'every-minute',
+    k: 6,
+    ticks: 6,
+  }),
+);
+runs.push(
+  await runComponent({ label: '5 000 jobs, mixed schedules', n: 5000, kind: 'mixed', k: 30, ticks: 20 }),
+);
+runs.push(
+  await runComponent({
+    label: '100 bash jobs, all due every minute',
+    n: 100,
+    kind: 'every-minute',
+    k: 20,
+    ticks: 8,
+    bash: true,
+  }),
+);
 const peer = await runCronerPeer(1000, 10);
 
 const lines = [];
-lines.push('| scenario | dispatches | lag p50 (ms) | lag p99 (ms) | lag max (ms) | first dispatch p50 (ms) | CPU per tick (ms) |');
+lines.push(
+  '| scenario | dispatches | lag p50 (ms) | lag p99 (ms) | lag max (ms) | first dispatch p50 (ms) | CPU per tick (ms) |',
+);
 lines.push('|---|---:|---:|---:|---:|---:|---:|');
 for (const r of runs) {
-  lines.push(`| ${r.label} | ${r.dispatches} | ${ms(r.p50)} | ${ms(r.p99)} | ${ms(r.max)} | ${ms(r.firstP50)} | ${ms(r.cpuPerTick)} |`);
+  lines.push(
+    `| ${r.label} | ${r.dispatches} | ${ms(r.p50)} | ${ms(r.p99)} | ${ms(r.max)} | ${ms(r.firstP50)} | ${ms(r.cpuPerTick)} |`,
+  );
 }
-lines.push(`| peer: croner 11, ${peer.n} in-process jobs firing every second, ${peer.seconds} s | ${peer.fires} | ${ms(peer.p50)} | ${ms(peer.p99)} | - | - | ${ms(peer.cpuPerTick)} |`);
+lines.push(
+  `| peer: croner 11, ${peer.n} in-process jobs firing every second, ${peer.seconds} s | ${peer.fires} | ${ms(peer.p50)} | ${ms(peer.p99)} | - | - | ${ms(peer.cpuPerTick)} |`,
+);
 lines.push('');
 lines.push('| decision only (due-jobs.ts, pure) | µs wall per tick | µs CPU per tick | due per tick |');
 lines.push('|---|---:|---:|---:|');
-for (const d of decisions) lines.push(`| ${d.n} jobs, ${d.kind} | ${d.usWall.toFixed(0)} | ${d.usCpu.toFixed(0)} | ${d.duePerTick.toFixed(1)} |`);
+for (const d of decisions)
+  lines.push(
+    `| ${d.n} jobs, ${d.kind} | ${d.usWall.toFixed(0)} | ${d.usCpu.toFixed(0)} | ${d.duePerTick.toFixed(1)} |`,
+  );
 console.log(lines.join('\n'));

@@ -380,15 +380,30 @@ describe('cron gc and history', () => {
     expect(await store.dedupCount(db)).toBe(4); // today's 10:01 … 10:04
   });
 
-  it('keeps the last 100 entries of a job', async () => {
-    writeCronToml(tmp.dir, toml(signalJob('a', '* * * * *')));
+  it('keeps the last 100 entries of a job, fires and skips alike', async () => {
+    writeCronToml(
+      tmp.dir,
+      toml(signalJob('a', '* * * * *'), signalJob('off', '* * * * *', 'enabled = false')),
+    );
     const h = await start('2025-06-02T10:00:10Z');
-    await h.clock.advance(104 * MIN);
+    await h.clock.advance(124 * MIN);
     await h.cron.idle();
-    const items = await history(h, 'a');
-    expect(items).toHaveLength(100);
-    expect(items[0]?.scheduled_minute).toBe('2025-06-02T11:44:00.000Z');
-    expect(items[99]?.scheduled_minute).toBe('2025-06-02T10:05:00.000Z');
+    for (const name of ['a', 'off']) {
+      const items = await history(h, name);
+      expect(items).toHaveLength(100);
+      expect(items[0]?.scheduled_minute).toBe('2025-06-02T12:04:00.000Z');
+      expect(items[99]?.scheduled_minute).toBe('2025-06-02T10:25:00.000Z');
+    }
+    // Trimming runs at the first entry after start and then every 10th (125 entries here).
+    const db = h.store.db as unknown as store.CronDb;
+    for (const name of ['a', 'off']) {
+      const { n } = await db
+        .selectFrom('cron_history')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('job', '=', name)
+        .executeTakeFirstOrThrow();
+      expect(Number(n)).toBe(104); // trimmed to 100 at the 121st entry, then 4 more
+    }
   });
 });
 
