@@ -37,12 +37,15 @@ async function readText(file: string): Promise<string | null> {
   }
 }
 
+/** An empty environment variable counts as unset. */
+const envValue = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
+
 export async function resolveCredentials(
   io: CliIO,
   flags: { url?: string; token?: string },
 ): Promise<Credentials> {
   const stored = await readJson(io.paths.credentialsFile);
-  const rawUrl = flags.url ?? io.env.SVC_BASE_URL ?? stored?.url ?? DEFAULT_BASE_URL;
+  const rawUrl = flags.url ?? envValue(io.env.SVC_BASE_URL) ?? stored?.url ?? DEFAULT_BASE_URL;
   let url: string;
   try {
     url = checkBaseUrl(rawUrl, io.env.SVC_ALLOW_INSECURE === '1');
@@ -51,7 +54,7 @@ export async function resolveCredentials(
   }
   const token =
     flags.token ??
-    io.env.SVC_TOKEN ??
+    envValue(io.env.SVC_TOKEN) ??
     stored?.token ??
     (await readText(join(io.paths.towerDir, 'admin.token')));
   return { url, token: token ?? null };

@@ -22,7 +22,11 @@ export interface TowerContext {
   store: Store;
   config: TowerConfig;
   write: Write;
-  /** Fires after a transaction that appended feed events commits on this replica. */
+  /**
+   * Fires when events written on this replica became readable: at commit on SQLite, after
+   * the sequencer numbered them on PostgreSQL (other replicas' events: LISTEN on
+   * feed/event-log.ts notifyChannel). Readers select `id > last` and never see NULL ids.
+   */
   eventsCommitted: Signal<void>;
   auth: Authenticator;
   keys: SigningKeys;

@@ -13,6 +13,7 @@ import { authRoutes } from './auth/routes.js';
 import { SigningKeys } from './auth/signing-keys.js';
 import { bootstrapAdminToken } from './auth/tokens.js';
 import type { TowerConfig, TowerContext } from './context.js';
+import { createSequencer } from './feed/sequencer.js';
 import { buildApp, type TowerPlugin } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { recordRoutes } from './records/routes.js';
@@ -49,13 +50,20 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log;
   const store: Store = await openStore({ database: opts.database, dataDir: opts.dataDir });
+  let stopSequencer = async () => {};
   try {
     const applied = await migrate(store, clock);
     if (applied.length > 0) log.info({ applied, store: store.describe }, 'store migrated');
     const keys = new SigningKeys(store.db, store.dialect, clock);
     await keys.init();
     const eventsCommitted = new Signal<void>((e) => log.error({ err: e }, 'events listener failed'));
-    const write = createWrite(store, clock, eventsCommitted);
+    // SQLite events are readable at commit; PostgreSQL ones once the sequencer numbered them.
+    const sequencer = createSequencer({ store, clock, log, sequenced: eventsCommitted });
+    const write = createWrite(store, clock, () =>
+      store.dialect === 'postgres' ? sequencer.kick() : eventsCommitted.emit(),
+    );
+    await sequencer.start();
+    stopSequencer = () => sequencer.stop();
     const config: TowerConfig = {
       dataDir: opts.dataDir,
       eventRetentionMs: opts.eventRetentionMs ?? 7 * 86_400_000,
@@ -103,12 +111,14 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
         stopping ??= (async () => {
           shutdown.abort();
           await app.close();
+          await stopSequencer();
           await store.close();
         })();
         return stopping;
       },
     };
   } catch (e) {
+    await stopSequencer();
     await store.close();
     throw e;
   }

@@ -85,10 +85,14 @@ export function registerToken(program: Command, deps: CommandDeps): void {
 
   program
     .command('login')
-    .description('store the tower URL and a token in $SVC_HOME/credentials.json (0600)')
-    .requiredOption('--url <url>', 'tower base URL, e.g. https://tower.example.com')
-    .requiredOption('--token <token>', 'service token (svc_…) or OIDC access token')
-    .action(async (o: { url: string; token: string }, cmd: Command) => {
+    .description(
+      'check --url and --token against the tower, then store them in $SVC_HOME/credentials.json (0600)',
+    )
+    .addHelpText('after', '\nExample:\n  svc login --url https://tower.example.com --token svc_…')
+    .action(async (_o, cmd: Command) => {
+      // --url and --token are the global flags.
+      const o = globals(cmd);
+      if (!o.url || !o.token) throw new UsageError('svc login needs --url URL and --token TOKEN');
       const creds = await resolveCredentials(deps.io, { url: o.url, token: o.token });
       const client = new TowerClient(creds);
       // Prove the credential works before saving it.

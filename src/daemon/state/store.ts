@@ -1,9 +1,9 @@
 // state.db: svcd's own SQLite file (WAL). Each component keeps its tables here and applies
 // its migrations once, tracked per component in svc_state_migrations.
-import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
+import { openSqlite } from '../../lib/sqlite.js';
 import type { StateMigration, StateStore } from '../context.js';
 
 interface MigrationTable {
@@ -15,12 +15,9 @@ export interface OpenStateStore extends StateStore {
 }
 
 export function openStateStore(file: string, clock: Clock): OpenStateStore {
-  const sqlite = new Database(file);
-  sqlite.pragma('journal_mode = WAL');
   // FULL: a cron dedup key or outbox row written before an action must survive a crash.
-  sqlite.pragma('synchronous = FULL');
-  sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const sqlite = openSqlite(file, { synchronous: 'FULL' });
+  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite.kysely }) });
   const typed = db as unknown as Kysely<MigrationTable>;
   let ready: Promise<void> | null = null;
   const ensureTable = () => {

@@ -31,7 +31,7 @@ export function nodeFromRow(r: NodeRow, online: boolean): Node {
 /** May principal p take over (re-register) a node with these domains? */
 function coversNode(p: Principal, nodeDomains: string[] | null): boolean {
   if (p.scopes.includes('admin') || p.domains === null) return true;
-  return nodeDomains !== null && nodeDomains.every((d) => canSeeDomain(p, d));
+  return nodeDomains?.every((d) => canSeeDomain(p, d)) ?? false;
 }
 
 export function authRoutes(presence: NodePresence = () => false) {

@@ -1,29 +1,25 @@
 // Appends feed events inside the transaction of the change they describe. Ids must be
-// strictly increasing in commit order, so a reader that resumes after id N never misses a
-// smaller id committed later: on PostgreSQL the append takes a transaction-scoped advisory
-// lock (held to commit) before drawing the id; SQLite has one writer anyway.
-import { sql, type Transaction } from 'kysely';
+// strictly increasing in the order events become visible, so a reader that resumes after id
+// N never misses a smaller id committed later. SQLite has one writer: the rowid is that
+// order. On PostgreSQL rows are inserted unnumbered and the sequencer numbers them after
+// commit (feed/sequencer.ts). Writers do not NOTIFY: PostgreSQL serializes the commits of
+// notifying transactions, which capped writes at one fsync each.
+import type { Transaction } from 'kysely';
 import { iso } from '../../lib/clock.js';
 import type { FeedEvent, NewEvent } from '../../protocol/events.js';
-import type { Dialect, Tables } from '../store/types.js';
+import type { Tables } from '../store/types.js';
 
-const EVENT_LOCK_NS = 0x5e5d;
-
+/** Channel on which readers are told that newly numbered events are readable. */
 export function notifyChannel(schema: string | null): string {
   return schema ? `svc_events_${schema}` : 'svc_events';
 }
 
 export async function appendEvents(
   trx: Transaction<Tables>,
-  dialect: Dialect,
-  schema: string | null,
   nowMs: number,
   events: NewEvent[],
 ): Promise<void> {
   if (events.length === 0) return;
-  if (dialect === 'postgres') {
-    await sql`select pg_advisory_xact_lock(${EVENT_LOCK_NS}, hashtext(current_schema()))`.execute(trx);
-  }
   const ts = iso(nowMs);
   await trx
     .insertInto('events')
@@ -39,14 +35,10 @@ export async function appendEvents(
       })),
     )
     .execute();
-  if (dialect === 'postgres') {
-    // Delivered at commit; only a wake-up, the table stays the source of truth.
-    await sql`select pg_notify(${notifyChannel(schema)}, '')`.execute(trx);
-  }
 }
 
 export function eventFromRow(row: {
-  id: string | number;
+  id: string | number | null;
   ts: string;
   type: string;
   domain_id: string | null;

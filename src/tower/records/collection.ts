@@ -1,8 +1,7 @@
 // One REST collection of records (create, get, list, patch, delete) under a domain or a
 // mission. Domains, missions, regular tasks, documents and artifacts differ only in their
 // table, columns and parent, so they share this one implementation.
-import type { TSchema } from '@sinclair/typebox';
-import { Type } from '@sinclair/typebox';
+import { type TObject, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { newId } from '../../lib/ids.js';
@@ -25,7 +24,13 @@ export interface ParentIds {
   mission_id?: string;
 }
 
-export interface CollectionSpec<W extends { id: string }> {
+/** How a field is stored when it is not stored as is (JSON text, bigint). */
+export interface FieldCodec {
+  encode(value: unknown): unknown;
+  decode(stored: unknown): unknown;
+}
+
+export interface CollectionSpec {
   /** Singular noun used in events and messages: "mission". */
   entity: string;
   table: string;
@@ -35,24 +40,42 @@ export interface CollectionSpec<W extends { id: string }> {
   basePath: string;
   /** Path parameter naming one record, e.g. "mission_id". */
   idParam: string;
-  schemas: { record: TSchema; create: TSchema; patch: TSchema };
+  /** The record's, create body's and patch body's schemas; their properties are the columns. */
+  schemas: { record: TObject; create: TObject; patch: TObject };
   createScope: Scope;
-  fromRow(row: Row): W;
-  /** Row for a new record; `base` holds id, parent ids and timestamps. */
-  toRow(body: Row, base: Row): Row;
-  /** Column updates for a patch body (only fields present). */
-  toPatch(body: Row): Row;
-  /** Event payload details beyond entity/action/id. */
-  summary(record: W): Record<string, unknown>;
+  /** Values for create-body fields the client left out. */
+  defaults: Row;
+  codecs?: Record<string, FieldCodec>;
+  /** Fields copied into the payload of this collection's feed events. */
+  summary: string[];
   /** Tables whose rows reference this record by `column`; delete refuses unless cascade. */
   children?: { table: string; column: string; noun: string }[];
 }
 
-export function registerCollection<W extends { id: string }>(
-  app: FastifyInstance,
-  ctx: TowerContext,
-  spec: CollectionSpec<W>,
-): void {
+/** The wire record: the record schema's fields, in its order, decoded. */
+function fromRow(spec: CollectionSpec, row: Row): Row & { id: string } {
+  const out: Row = {};
+  for (const k of Object.keys(spec.schemas.record.properties)) {
+    const codec = spec.codecs?.[k];
+    const v = row[k] ?? null;
+    out[k] = codec && v !== null ? codec.decode(v) : v;
+  }
+  return out as Row & { id: string };
+}
+
+/** Columns for the fields of `schema` present in `body` (with defaults when given). */
+function toColumns(spec: CollectionSpec, schema: TObject, body: Row, defaults: Row | null): Row {
+  const out: Row = {};
+  for (const k of Object.keys(schema.properties)) {
+    const v = body[k] !== undefined ? body[k] : defaults ? (defaults[k] ?? null) : undefined;
+    if (v === undefined) continue;
+    const codec = spec.codecs?.[k];
+    out[k] = codec && v !== null ? codec.encode(v) : v;
+  }
+  return out;
+}
+
+export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec: CollectionSpec): void {
   const one = `${spec.basePath}/:${spec.idParam}`;
   const idOf = (req: FastifyRequest) => (req.params as Record<string, string>)[spec.idParam] ?? '';
   const loose = (db: Db | Tx['db']) => db as unknown as LooseDb;
@@ -85,13 +108,14 @@ export function registerCollection<W extends { id: string }>(
     return row;
   }
 
-  function event(tx: Tx, action: 'created' | 'updated' | 'deleted', record: W, row: Row): void {
-    const domainId = spec.parent === 'none' ? record.id : (row.domain_id as string);
+  function event(tx: Tx, action: 'created' | 'updated' | 'deleted', record: Row & { id: string }): void {
+    const summary: Row = {};
+    for (const k of spec.summary) summary[k] = record[k];
     tx.emit({
       type: 'matrix',
-      domain_id: domainId,
-      mission_id: spec.entity === 'mission' ? record.id : ((row.mission_id as string | undefined) ?? null),
-      payload: { entity: spec.entity, action, id: record.id, ...spec.summary(record) },
+      domain_id: spec.parent === 'none' ? record.id : (record.domain_id as string),
+      mission_id: spec.entity === 'mission' ? record.id : ((record.mission_id as string | undefined) ?? null),
+      payload: { entity: spec.entity, action, id: record.id, ...summary },
     });
   }
 
@@ -101,16 +125,16 @@ export function registerCollection<W extends { id: string }>(
     handler: async (req, reply) => {
       const parent = await parentOf(req);
       const record = await ctx.write(async (tx) => {
-        const base: Row = {
+        const row: Row = {
           id: newId(spec.idPrefix, tx.nowMs),
           ...parent,
+          ...toColumns(spec, spec.schemas.create, req.body as Row, spec.defaults),
           created_at: tx.now,
           updated_at: tx.now,
         };
-        const row = spec.toRow(req.body as Row, base);
         await loose(tx.db).insertInto(spec.table).values(row).execute();
-        const rec = spec.fromRow(row);
-        event(tx, 'created', rec, row);
+        const rec = fromRow(spec, row);
+        event(tx, 'created', rec);
         return rec;
       });
       return reply.code(201).send(record);
@@ -137,13 +161,16 @@ export function registerCollection<W extends { id: string }>(
         if (req.principal.domains.length === 0) return { items: [], next_cursor: null };
         q = q.where('id', 'in', req.principal.domains);
       }
-      return page((await q.execute()).map(spec.fromRow), limit);
+      return page(
+        (await q.execute()).map((r) => fromRow(spec, r)),
+        limit,
+      );
     },
   });
 
   app.get(one, {
     config: { scope: 'feed:read' },
-    handler: async (req) => spec.fromRow(await load(ctx.store.db, req, await parentOf(req))),
+    handler: async (req) => fromRow(spec, await load(ctx.store.db, req, await parentOf(req))),
   });
 
   app.patch(one, {
@@ -153,15 +180,14 @@ export function registerCollection<W extends { id: string }>(
       const parent = await parentOf(req);
       return ctx.write(async (tx) => {
         const before = await load(tx.db, req, parent);
-        const changes = { ...spec.toPatch(req.body as Row), updated_at: tx.now };
+        const changes = { ...toColumns(spec, spec.schemas.patch, req.body as Row, null), updated_at: tx.now };
         await loose(tx.db)
           .updateTable(spec.table)
           .set(changes)
           .where('id', '=', before.id as string)
           .execute();
-        const row = { ...before, ...changes };
-        const rec = spec.fromRow(row);
-        event(tx, 'updated', rec, row);
+        const rec = fromRow(spec, { ...before, ...changes });
+        event(tx, 'updated', rec);
         return rec;
       });
     },
@@ -203,7 +229,7 @@ export function registerCollection<W extends { id: string }>(
           .deleteFrom(spec.table)
           .where('id', '=', row.id as string)
           .execute();
-        event(tx, 'deleted', spec.fromRow(row), row);
+        event(tx, 'deleted', fromRow(spec, row));
       });
       return reply.code(204).send();
     },

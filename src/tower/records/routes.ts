@@ -1,19 +1,10 @@
 // The record collections of DESIGN §3: domains, missions, regular (Kanban) tasks,
 // documents and artifacts. Regular tasks are tracking only; nothing here dispatches work.
 import type { FastifyInstance } from 'fastify';
-import type { Artifact, BoardTask, Document, Domain, Mission } from '../../protocol/records.js';
 import * as R from '../../protocol/records.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
-import { registerCollection } from './collection.js';
-
-type Row = Record<string, unknown>;
-
-const pick = (body: Row, keys: string[]): Row => {
-  const out: Row = {};
-  for (const k of keys) if (body[k] !== undefined) out[k] = body[k];
-  return out;
-};
+import { type FieldCodec, registerCollection } from './collection.js';
 
 const MISSION_CHILDREN = [
   { table: 'board_tasks', column: 'mission_id', noun: 'tasks' },
@@ -35,8 +26,15 @@ export function recordRoutes(missionChildren: ChildTable[] = []): TowerPlugin {
   return (app, ctx) => registerRecords(app, ctx, [...MISSION_CHILDREN, ...missionChildren]);
 }
 
+const json: FieldCodec = {
+  encode: (v) => JSON.stringify(v),
+  decode: (v) => (typeof v === 'string' ? JSON.parse(v) : v),
+};
+/** bigint columns come back from PostgreSQL as decimal strings. */
+const integer: FieldCodec = { encode: (v) => v, decode: (v) => Number(v) };
+
 function registerRecords(app: FastifyInstance, ctx: TowerContext, missionChildren: ChildTable[]): void {
-  registerCollection<Domain>(app, ctx, {
+  registerCollection(app, ctx, {
     entity: 'domain',
     table: 'domains',
     idPrefix: 'dom',
@@ -45,20 +43,11 @@ function registerRecords(app: FastifyInstance, ctx: TowerContext, missionChildre
     idParam: 'domain_id',
     schemas: { record: R.Domain, create: R.DomainCreate, patch: R.DomainPatch },
     createScope: 'admin',
-    fromRow: (r) => ({
-      id: r.id as string,
-      name: r.name as string,
-      description: r.description as string,
-      created_at: r.created_at as string,
-      updated_at: r.updated_at as string,
-    }),
-    toRow: (b, base) => ({ ...base, name: b.name, description: b.description ?? '' }),
-    toPatch: (b) => pick(b, ['name', 'description']),
-    summary: (d) => ({ name: d.name }),
+    defaults: { description: '' },
+    summary: ['name'],
     children: [{ table: 'missions', column: 'domain_id', noun: 'missions' }],
   });
-
-  registerCollection<Mission>(app, ctx, {
+  registerCollection(app, ctx, {
     entity: 'mission',
     table: 'missions',
     idPrefix: 'mis',
@@ -67,27 +56,11 @@ function registerRecords(app: FastifyInstance, ctx: TowerContext, missionChildre
     idParam: 'mission_id',
     schemas: { record: R.Mission, create: R.MissionCreate, patch: R.MissionPatch },
     createScope: 'work:write',
-    fromRow: (r) => ({
-      id: r.id as string,
-      domain_id: r.domain_id as string,
-      name: r.name as string,
-      description: r.description as string,
-      repository: (r.repository as string | null) ?? null,
-      created_at: r.created_at as string,
-      updated_at: r.updated_at as string,
-    }),
-    toRow: (b, base) => ({
-      ...base,
-      name: b.name,
-      description: b.description ?? '',
-      repository: b.repository ?? null,
-    }),
-    toPatch: (b) => pick(b, ['name', 'description', 'repository']),
-    summary: (m) => ({ name: m.name }),
+    defaults: { description: '', repository: null },
+    summary: ['name'],
     children: missionChildren,
   });
-
-  registerCollection<BoardTask>(app, ctx, {
+  registerCollection(app, ctx, {
     entity: 'task',
     table: 'board_tasks',
     idPrefix: 'tsk',
@@ -96,27 +69,10 @@ function registerRecords(app: FastifyInstance, ctx: TowerContext, missionChildre
     idParam: 'task_id',
     schemas: { record: R.BoardTask, create: R.BoardTaskCreate, patch: R.BoardTaskPatch },
     createScope: 'work:write',
-    fromRow: (r) => ({
-      id: r.id as string,
-      domain_id: r.domain_id as string,
-      mission_id: r.mission_id as string,
-      title: r.title as string,
-      description: r.description as string,
-      status: r.status as BoardTask['status'],
-      created_at: r.created_at as string,
-      updated_at: r.updated_at as string,
-    }),
-    toRow: (b, base) => ({
-      ...base,
-      title: b.title,
-      description: b.description ?? '',
-      status: b.status ?? 'todo',
-    }),
-    toPatch: (b) => pick(b, ['title', 'description', 'status']),
-    summary: (t) => ({ title: t.title, status: t.status }),
+    defaults: { description: '', status: 'todo' },
+    summary: ['title', 'status'],
   });
-
-  registerCollection<Document>(app, ctx, {
+  registerCollection(app, ctx, {
     entity: 'document',
     table: 'documents',
     idPrefix: 'doc',
@@ -125,27 +81,10 @@ function registerRecords(app: FastifyInstance, ctx: TowerContext, missionChildre
     idParam: 'document_id',
     schemas: { record: R.Document, create: R.DocumentCreate, patch: R.DocumentPatch },
     createScope: 'work:write',
-    fromRow: (r) => ({
-      id: r.id as string,
-      domain_id: r.domain_id as string,
-      mission_id: r.mission_id as string,
-      title: r.title as string,
-      content_type: r.content_type as string,
-      content: r.content as string,
-      created_at: r.created_at as string,
-      updated_at: r.updated_at as string,
-    }),
-    toRow: (b, base) => ({
-      ...base,
-      title: b.title,
-      content_type: b.content_type ?? 'text/markdown',
-      content: b.content,
-    }),
-    toPatch: (b) => pick(b, ['title', 'content_type', 'content']),
-    summary: (d) => ({ title: d.title }),
+    defaults: { content_type: 'text/markdown' },
+    summary: ['title'],
   });
-
-  registerCollection<Artifact>(app, ctx, {
+  registerCollection(app, ctx, {
     entity: 'artifact',
     table: 'artifacts',
     idPrefix: 'art',
@@ -154,32 +93,8 @@ function registerRecords(app: FastifyInstance, ctx: TowerContext, missionChildre
     idParam: 'artifact_id',
     schemas: { record: R.Artifact, create: R.ArtifactCreate, patch: R.ArtifactPatch },
     createScope: 'work:write',
-    fromRow: (r) => ({
-      id: r.id as string,
-      domain_id: r.domain_id as string,
-      mission_id: r.mission_id as string,
-      name: r.name as string,
-      uri: (r.uri as string | null) ?? null,
-      content_type: (r.content_type as string | null) ?? null,
-      size_bytes: r.size_bytes === null || r.size_bytes === undefined ? null : Number(r.size_bytes),
-      metadata:
-        typeof r.metadata === 'string' ? (JSON.parse(r.metadata) as Row) : ((r.metadata as Row) ?? {}),
-      created_at: r.created_at as string,
-      updated_at: r.updated_at as string,
-    }),
-    toRow: (b, base) => ({
-      ...base,
-      name: b.name,
-      uri: b.uri ?? null,
-      content_type: b.content_type ?? null,
-      size_bytes: b.size_bytes ?? null,
-      metadata: JSON.stringify(b.metadata ?? {}),
-    }),
-    toPatch: (b) => {
-      const p = pick(b, ['name', 'uri', 'content_type', 'size_bytes']);
-      if (b.metadata !== undefined) p.metadata = JSON.stringify(b.metadata);
-      return p;
-    },
-    summary: (a) => ({ name: a.name }),
+    defaults: { uri: null, content_type: null, size_bytes: null, metadata: {} },
+    codecs: { metadata: json, size_bytes: integer },
+    summary: ['name'],
   });
 }

@@ -97,9 +97,17 @@ const core: Migration = {
       .addColumn('created_at', 'text', (c) => c.notNull())
       .addColumn('updated_at', 'text', (c) => c.notNull())
       .execute();
-    await db.schema
-      .createTable('events')
-      .addColumn('id', sql`${serialPk(dialect)}`)
+    // Event ids must grow in the order events become visible. SQLite has one writer, so the
+    // rowid does; on PostgreSQL concurrent commits can finish out of id order, so rows are
+    // inserted with id NULL and the sequencer (feed/sequencer.ts) numbers committed rows.
+    let events = db.schema.createTable('events');
+    events =
+      dialect === 'postgres'
+        ? events
+            .addColumn('pk', 'bigserial', (c) => c.primaryKey())
+            .addColumn('id', 'bigint', (c) => c.unique())
+        : events.addColumn('id', sql`integer primary key autoincrement`);
+    await events
       .addColumn('ts', 'text', (c) => c.notNull())
       .addColumn('type', 'text', (c) => c.notNull())
       .addColumn('domain_id', 'text')
@@ -108,6 +116,9 @@ const core: Migration = {
       .addColumn('status', 'text')
       .addColumn('payload', 'text', (c) => c.notNull())
       .execute();
+    if (dialect === 'postgres') {
+      await sql`create index events_unsequenced on events (pk) where id is null`.execute(db);
+    }
     await db.schema.createIndex('events_ts').on('events').column('ts').execute();
   },
 };

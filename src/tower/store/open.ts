@@ -3,11 +3,11 @@
 // how tests and shared servers isolate one tower from another.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
+import { openSqlite } from '../../lib/sqlite.js';
 import { MIGRATIONS, type Migration } from './migrations.js';
 import type { Db, Dialect, Tables } from './types.js';
 
@@ -70,12 +70,8 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
   }
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   const file = join(opts.dataDir, 'tower.db');
-  const sqlite = new Database(file);
-  sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma('busy_timeout = 5000');
-  sqlite.pragma('foreign_keys = ON');
-  const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const sqlite = openSqlite(file, { synchronous: 'NORMAL', foreignKeys: true });
+  const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: sqlite.kysely }) });
   return {
     db,
     dialect: 'sqlite',

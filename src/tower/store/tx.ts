@@ -2,7 +2,6 @@
 // describing the change, so a change and its event commit together or not at all.
 import type { Transaction } from 'kysely';
 import type { Clock } from '../../lib/clock.js';
-import type { Signal } from '../../lib/signal.js';
 import type { NewEvent } from '../../protocol/events.js';
 import { appendEvents } from '../feed/event-log.js';
 import type { Store } from './open.js';
@@ -19,7 +18,8 @@ export interface Tx {
 
 export type Write = <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>;
 
-export function createWrite(store: Store, clock: Clock, committed: Signal<void>): Write {
+/** `onEvents` runs after a transaction that appended events has committed. */
+export function createWrite(store: Store, clock: Clock, onEvents: () => void): Write {
   return async (fn) => {
     const events: NewEvent[] = [];
     const nowMs = clock.now();
@@ -30,10 +30,10 @@ export function createWrite(store: Store, clock: Clock, committed: Signal<void>)
         now: new Date(nowMs).toISOString(),
         emit: (e) => events.push(e),
       });
-      await appendEvents(trx, store.dialect, store.schema, nowMs, events);
+      await appendEvents(trx, nowMs, events);
       return r;
     });
-    if (events.length > 0) committed.emit();
+    if (events.length > 0) onEvents();
     return result;
   };
 }

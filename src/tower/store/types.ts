@@ -87,8 +87,13 @@ export interface NodeRow {
 }
 
 export interface EventRow {
-  /** bigint on PostgreSQL (returned as a decimal string), integer on SQLite. */
-  id: Generated<string | number>;
+  /** PostgreSQL only: insertion order; `id` is assigned after commit by the sequencer. */
+  pk?: Generated<string>;
+  /**
+   * The public, strictly increasing event id: bigint on PostgreSQL (a decimal string; NULL
+   * until sequenced, so readers never see it early), the rowid on SQLite.
+   */
+  id: Generated<string | number | null>;
   ts: string;
   type: string;
   domain_id: string | null;

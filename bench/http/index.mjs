@@ -1,0 +1,143 @@
+// bench/http: authenticated GET /domains/{id} and POST of a regular task through the tower,
+// on SQLite and PostgreSQL, against a bare Fastify route doing the same single query.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { machine, median, ROOT, today, writeSection } from '../lib/report.mjs';
+
+const DURATION = Number(process.env.BENCH_DURATION ?? 5);
+/** Tower and bare runs alternate, so load from elsewhere on the machine hits both alike. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONNECTIONS = 32;
+const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+function start(args, env = {}) {
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on (\S+)/.exec(out);
+      if (m) resolve({ child, url: m[1] });
+    });
+    child.once('exit', (code) => reject(new Error(`exited ${code}`)));
+  });
+}
+
+async function cannon(opts) {
+  const r = await autocannon({ connections: CONNECTIONS, duration: DURATION, ...opts });
+  return { rps: Math.round(r.requests.average), p99: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+/** Median req/s and p99 over the rounds of one target. */
+function summarize(runs) {
+  return {
+    rps: Math.round(median(runs.map((r) => r.rps))),
+    p99: median(runs.map((r) => r.p99)),
+    errors: runs.reduce((n, r) => n + r.errors, 0),
+  };
+}
+
+async function measureStore(store) {
+  const home = mkdtempSync(join(tmpdir(), 'svc-bench-'));
+  let schema = null;
+  const towerArgs = [
+    join(ROOT, 'dist/cli/svc.js'),
+    'tower',
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--rate-limit',
+    '0',
+    '--log-level',
+    'warn',
+  ];
+  let bareTarget = join(home, 'bare.db');
+  if (store === 'postgres') {
+    schema = `bench_${process.pid}`;
+    const c = new pg.Client({ connectionString: PG_URL });
+    await c.connect();
+    await c.query(
+      `drop schema if exists ${schema} cascade; create schema ${schema}; drop schema if exists ${schema}_bare cascade; create schema ${schema}_bare`,
+    );
+    await c.end();
+    towerArgs.push('--database', `${PG_URL}?schema=${schema}`);
+    bareTarget = `${PG_URL}?options=-c%20search_path%3D${schema}_bare`;
+  }
+  const tower = await start(towerArgs, { SVC_HOME: home });
+  const token = readFileSync(join(home, 'tower', 'admin.token'), 'utf8').trim();
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const post = async (path, body) =>
+    (await fetch(tower.url + path, { method: 'POST', headers, body: JSON.stringify(body) })).json();
+  const dom = await post('/domains', { name: 'bench' });
+  const mis = await post(`/domains/${dom.id}/m`, { name: 'bench' });
+  const bare = await start([join(ROOT, 'bench/http/bare-server.mjs'), store, bareTarget]);
+  const body = JSON.stringify({ title: 'benchmark task' });
+  const results = {};
+  try {
+    // warm-up
+    await cannon({ url: `${tower.url}/domains/${dom.id}`, headers, duration: 2 });
+    await cannon({ url: `${bare.url}/domains/d1`, duration: 2 });
+    results.towerGet = await cannon({ url: `${tower.url}/domains/${dom.id}`, headers });
+    results.bareGet = await cannon({ url: `${bare.url}/domains/d1` });
+    results.towerPost = await cannon({
+      url: `${tower.url}/domains/${dom.id}/m/${mis.id}/t`,
+      method: 'POST',
+      headers,
+      body,
+    });
+    results.barePost = await cannon({
+      url: `${bare.url}/t`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+  } finally {
+    tower.child.kill('SIGTERM');
+    bare.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    rmSync(home, { recursive: true, force: true });
+    if (schema) {
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`drop schema if exists ${schema} cascade; drop schema if exists ${schema}_bare cascade`);
+      await c.end();
+    }
+  }
+  return results;
+}
+
+const rows = [];
+for (const store of ['sqlite', 'postgres']) {
+  const r = await measureStore(store);
+  console.log(store, JSON.stringify(r));
+  for (const [op, t, b] of [
+    ['GET /domains/{id}', r.towerGet, r.bareGet],
+    ['POST /domains/{d}/m/{m}/t', r.towerPost, r.barePost],
+  ]) {
+    rows.push(
+      `| ${store} | ${op} | ${t.rps} | ${t.p99} | ${b.rps} | ${b.p99} | ${(b.rps / t.rps).toFixed(2)}x | ${t.errors + b.errors} |`,
+    );
+  }
+}
+
+writeSection(
+  'http',
+  `## http — tower REST vs a bare Fastify route
+
+Date ${today()}; machine: ${machine()}.
+Command: \`npm run build && npm run bench -- http\` (autocannon, ${CONNECTIONS} connections, ${DURATION} s per run after a 2 s warm-up; ${ROUNDS} rounds alternating tower and bare runs, medians reported; client in the bench process, each server in its own process).
+The tower route authenticates a service token (cached lookup), checks the domain/mission, runs the query and, for POST, writes the record and its feed event in one transaction. The bare route is Fastify with the same single query (SELECT by id, or one INSERT), no auth, no event.
+Target: the tower within 2x of the bare route.
+
+| store | route | tower req/s | tower p99 ms | bare req/s | bare p99 ms | bare/tower | errors |
+|---|---|---|---|---|---|---|---|
+${rows.join('\n')}
+`,
+);

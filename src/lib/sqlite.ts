@@ -1,0 +1,38 @@
+// better-sqlite3 behind Kysely, with a prepared-statement cache: Kysely's SQLite driver
+// prepares every statement on every call, which dominated profiles of hot routes.
+import Database from 'better-sqlite3';
+import type { SqliteDatabase, SqliteStatement } from 'kysely';
+
+export interface SqliteOptions {
+  /** NORMAL for the tower (WAL makes it crash-safe for committed data up to the last
+   * checkpoint); FULL where a write must survive power loss before an action follows. */
+  synchronous: 'NORMAL' | 'FULL';
+  foreignKeys?: boolean;
+}
+
+const CACHE_LIMIT = 500;
+
+export function openSqlite(
+  file: string,
+  opts: SqliteOptions,
+): { raw: Database.Database; kysely: SqliteDatabase } {
+  const raw = new Database(file);
+  raw.pragma('journal_mode = WAL');
+  raw.pragma(`synchronous = ${opts.synchronous}`);
+  raw.pragma('busy_timeout = 5000');
+  if (opts.foreignKeys) raw.pragma('foreign_keys = ON');
+  const cache = new Map<string, SqliteStatement>();
+  const kysely: SqliteDatabase = {
+    close: () => raw.close(),
+    prepare(sql: string): SqliteStatement {
+      let stmt = cache.get(sql);
+      if (!stmt) {
+        stmt = raw.prepare(sql) as unknown as SqliteStatement;
+        if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
+        cache.set(sql, stmt);
+      }
+      return stmt;
+    },
+  };
+  return { raw, kysely };
+}

@@ -1,0 +1,86 @@
+// Real svc/svcd processes for end-to-end tests: spawned from the build in dist/, with their
+// own SVC_HOME; every child is tracked and killed by stopAll() (call it in afterEach/afterAll).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { waitFor } from './poll.js';
+
+export const SVC_BIN = resolve(import.meta.dirname, '../../dist/cli/svc.js');
+export const SVCD_BIN = resolve(import.meta.dirname, '../../dist/cli/svcd.js');
+
+export interface Proc {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (or the signal name). */
+  exited: Promise<number | string>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+const running = new Set<Proc>();
+
+export function spawnProc(bin: string, args: string[], env: NodeJS.ProcessEnv): Proc {
+  const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, stdio: 'pipe' });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr?.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
+  const exited = new Promise<number | string>((res) => {
+    child.once('exit', (code, signal) => {
+      running.delete(proc);
+      res(code ?? signal ?? -1);
+    });
+  });
+  const proc: Proc = {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    kill: (signal = 'SIGTERM') => {
+      child.kill(signal);
+    },
+  };
+  running.add(proc);
+  return proc;
+}
+
+/** Runs a command to completion; returns its exit code and output. */
+export async function run(bin: string, args: string[], env: NodeJS.ProcessEnv, input?: string) {
+  const p = spawnProc(bin, args, env);
+  if (input !== undefined) p.child.stdin?.end(input);
+  else p.child.stdin?.end();
+  const code = await p.exited;
+  return { code, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+export async function stopAll(): Promise<void> {
+  const all = [...running];
+  for (const p of all) p.kill('SIGKILL');
+  await Promise.all(all.map((p) => p.exited));
+}
+
+export interface TowerProc extends Proc {
+  url: string;
+}
+
+/** Starts `svc tower serve` on a free port and waits for its URL. */
+export async function startTowerProc(env: NodeJS.ProcessEnv, extraArgs: string[] = []): Promise<TowerProc> {
+  const p = spawnProc(
+    SVC_BIN,
+    ['tower', 'serve', '--listen', '127.0.0.1:0', '--log-level', 'warn', ...extraArgs],
+    env,
+  );
+  const url = await waitFor(
+    'tower to listen',
+    async () => {
+      const code = await Promise.race([p.exited, Promise.resolve(null)]);
+      if (code !== null) throw new Error(`tower exited (${code}): ${p.stderr()}`);
+      return /listening on (\S+)/.exec(p.stdout())?.[1];
+    },
+    { timeoutMs: 30_000 },
+  );
+  return Object.assign(p, { url });
+}
