@@ -7,27 +7,21 @@
 // still run at real speed, and nothing in svcd knows it is being tested. Each test computes
 // the offset once and reuses it for a restart, so both processes share one timeline. Every
 // wait is a poll with a deadline (test/support/poll.ts).
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CronHistory, CronList } from '../../src/protocol/cron.js';
 import { waitFor } from '../support/poll.js';
+import { type Proc, run, SVC_BIN, SVCD_BIN, spawnProc, stopAll } from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';
 
-const ROOT = resolve(import.meta.dirname, '../..');
-const SVCD = join(ROOT, 'dist/cli/svcd.js');
-const SVC = join(ROOT, 'dist/cli/svc.js');
-
 let tmp: { dir: string; remove(): void };
-let children: ChildProcess[] = [];
 /** Process groups of bash jobs orphaned by kill -9, killed in cleanup. */
 let orphanGroups: number[] = [];
 
 beforeEach(() => {
   tmp = makeTempDir('svc-e2e-cron-');
-  children = [];
   orphanGroups = [];
   writeFileSync(
     join(tmp.dir, 'node.json'),
@@ -37,7 +31,7 @@ beforeEach(() => {
 });
 
 afterEach(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await stopAll();
   for (const pgid of orphanGroups) {
     try {
       process.kill(-pgid, 'SIGKILL');
@@ -45,7 +39,6 @@ afterEach(async () => {
       // already gone
     }
   }
-  await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? once(c) : null)));
   tmp.remove();
 });
 
@@ -66,35 +59,22 @@ function offsetFor(daemonIso: string): number {
   return Date.parse(daemonIso) - Date.now();
 }
 
-function startSvcd(offsetMs: number): ChildProcess {
-  const child = spawn(process.execPath, [SVCD, 'run', '--log-level', 'warn'], {
-    env: env(offsetMs),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (c: Buffer) => {
-    stderr += c.toString();
-  });
-  child.on('exit', (code, signal) => {
-    if (code !== 0 && signal === null) console.error(`svcd exited ${code}: ${stderr}`);
-  });
-  children.push(child);
-  return child;
+function startSvcd(offsetMs: number): Proc {
+  return spawnProc(SVCD_BIN, ['run', '--log-level', 'warn'], env(offsetMs));
 }
 
-function svc(offsetMs: number, ...args: string[]): { code: number; out: string; err: string } {
-  const r = spawnSync(process.execPath, [SVC, ...args], { env: env(offsetMs), encoding: 'utf8' });
-  return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
+async function svc(
+  offsetMs: number,
+  ...args: string[]
+): Promise<{ code: number | string; out: string; err: string }> {
+  const r = await run(SVC_BIN, args, env(offsetMs));
+  return { code: r.code, out: r.stdout, err: r.stderr };
 }
 
-function svcJson<T>(offsetMs: number, ...args: string[]): T {
-  const r = svc(offsetMs, ...args, '--json');
+async function svcJson<T>(offsetMs: number, ...args: string[]): Promise<T> {
+  const r = await svc(offsetMs, ...args, '--json');
   if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed (${r.code}): ${r.err}`);
   return JSON.parse(r.out) as T;
-}
-
-function once(c: ChildProcess): Promise<void> {
-  return new Promise((res) => c.once('exit', () => res()));
 }
 
 function cronToml(text: string): string {
@@ -124,8 +104,8 @@ describe('svcd cron end to end', () => {
     const [first, second] = fired.map((l) => Date.parse(l));
     expect((second ?? 0) - (first ?? 0)).toBe(60_000);
 
-    const history = await waitFor('both outcomes recorded', () => {
-      const h = svcJson<CronHistory>(offset, 'agent', 'cron', 'history', 'stamp');
+    const history = await waitFor('both outcomes recorded', async () => {
+      const h = await svcJson<CronHistory>(offset, 'agent', 'cron', 'history', 'stamp');
       return h.items.length >= 2 && h.items.every((f) => f.outcome === 'ok') ? h : null;
     });
     expect(
@@ -135,29 +115,30 @@ describe('svcd cron end to end', () => {
       [fired[0], 'ok', 0, 'done\n'],
     ]);
 
-    const list = svcJson<CronList>(offset, 'agent', 'cron', 'list');
+    const list = await svcJson<CronList>(offset, 'agent', 'cron', 'list');
     expect(list.jobs.map((j) => [j.name, j.dispatch, j.enabled])).toEqual([['stamp', 'bash', true]]);
     expect(Date.parse(list.jobs[0]?.next_fire ?? '')).toBeGreaterThan(Date.parse(fired[1] ?? ''));
 
-    const human = svc(offset, 'agent', 'cron', 'describe', 'stamp');
+    const human = await svc(offset, 'agent', 'cron', 'describe', 'stamp');
     expect(human.code).toBe(0);
     expect(human.out).toMatch(/missed minutes: +Minutes missed while svcd is down are not caught up/);
 
-    expect(svc(offset, 'agent', 'cron', 'gc-now').out.trim()).toMatch(
+    expect((await svc(offset, 'agent', 'cron', 'gc-now')).out.trim()).toMatch(
       /^removed 0 dedup keys older than 24 h \(before 2031-01-0\dT10:0\d:\d\d\.\d{3}Z\)$/,
     );
 
     writeFileSync(file, `[[job]]\nname = "stamp"\nschedule = "* * * * *"\ndispatch = "ssh"\nprompt = "x"\n`);
-    const bad = svc(offset, 'agent', 'cron', 'reload');
+    const bad = await svc(offset, 'agent', 'cron', 'reload');
     expect(bad.code).toBe(78);
     expect(bad.err.trim()).toBe(
       `svc: error: cron.toml is invalid: ${file}:4: job "stamp": job[0].dispatch: unknown dispatch "ssh": use "signal" (default) or "bash" [config_invalid]`,
     );
-    expect(svcJson<CronList>(offset, 'agent', 'cron', 'list').jobs.map((j) => j.dispatch)).toEqual(['bash']);
+    expect((await svcJson<CronList>(offset, 'agent', 'cron', 'list')).jobs.map((j) => j.dispatch)).toEqual([
+      'bash',
+    ]);
 
     svcd.kill('SIGTERM');
-    await once(svcd);
-    expect(svcd.exitCode).toBe(0);
+    expect(await svcd.exited).toBe(0);
   });
 
   it('does not fire again after kill -9 right after the dedup write and a restart in the same minute', async () => {
@@ -170,7 +151,7 @@ describe('svcd cron end to end', () => {
     const first = startSvcd(offset);
     const [line] = await waitFor('the job to start', () => (lines(log).length > 0 ? lines(log) : null));
     first.kill('SIGKILL');
-    await once(first);
+    expect(await first.exited).toBe('SIGKILL');
     const [minute, pid] = (line ?? '').split(' ');
     expect(minute).toBe('2031-01-06T10:00:00.000Z');
     orphanGroups.push(Number(pid));
@@ -186,17 +167,13 @@ describe('svcd cron end to end', () => {
     }
 
     const second = startSvcd(offset);
-    const list = await waitFor('the restarted svcd to tick 10:00', () => {
-      try {
-        const l = svcJson<CronList>(offset, 'agent', 'cron', 'list');
-        return l.last_tick === '2031-01-06T10:00:00.000Z' ? l : null;
-      } catch {
-        return null;
-      }
+    const list = await waitFor('the restarted svcd to tick 10:00', async () => {
+      const l = await svcJson<CronList>(offset, 'agent', 'cron', 'list');
+      return l.last_tick === '2031-01-06T10:00:00.000Z' ? l : null;
     });
     expect(list.jobs.map((j) => j.name)).toEqual(['once']);
     expect(lines(log)).toEqual([line]);
-    const history = svcJson<CronHistory>(offset, 'agent', 'cron', 'history', 'once');
+    const history = await svcJson<CronHistory>(offset, 'agent', 'cron', 'history', 'once');
     expect(history.items.map((f) => [f.scheduled_minute, f.outcome, f.detail])).toEqual([
       [
         '2031-01-06T10:00:00.000Z',
@@ -205,7 +182,6 @@ describe('svcd cron end to end', () => {
       ],
     ]);
     second.kill('SIGTERM');
-    await once(second);
-    expect(second.exitCode).toBe(0);
+    expect(await second.exited).toBe(0);
   });
 });
