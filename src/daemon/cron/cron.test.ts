@@ -219,6 +219,28 @@ describe('cron restarts', () => {
     ]);
   });
 
+  it('does not fire already-handled minutes again when the clock is set back', async () => {
+    writeCronToml(tmp.dir, toml(signalJob('a', '* * * * *')));
+    const first = await start('2025-06-02T10:00:10Z');
+    await first.clock.advance(3 * MIN); // 10:00 … 10:03
+    await first.stop();
+    // The host clock goes back 5 minutes (NTP step): 09:58 and 09:59 are new minutes,
+    // 10:00 … 10:03 were handled and stay so.
+    const second = await start('2025-06-02T09:58:10Z');
+    await second.clock.advance(6 * MIN);
+    await second.cron.idle();
+    expect(brief(await history(second, 'a')).map((f) => [f.minute, f.outcome])).toEqual([
+      ['2025-06-02T10:04:00.000Z', 'ok'],
+      ['2025-06-02T09:59:00.000Z', 'ok'],
+      ['2025-06-02T09:58:00.000Z', 'ok'],
+      ['2025-06-02T10:03:00.000Z', 'ok'],
+      ['2025-06-02T10:02:00.000Z', 'ok'],
+      ['2025-06-02T10:01:00.000Z', 'ok'],
+      ['2025-06-02T10:00:00.000Z', 'ok'],
+    ]);
+    expect(second.signals).toHaveLength(3);
+  });
+
   it('fires a heartbeat when its interval has elapsed since the last fire, across restarts', async () => {
     writeCronToml(
       tmp.dir,

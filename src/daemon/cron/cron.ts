@@ -117,8 +117,10 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
     const slots = heartbeatSlots(decisions);
     // The dedup keys are durable (synchronous = FULL) before anything is dispatched: a
     // restart inside this minute finds them and fires nothing twice.
-    const admitted = await store.admit(db, minute, entries, slots, now);
-    lastTick = lastTick === null ? minute : Math.max(lastTick, minute);
+    // A clock set back does not move lastTick back: the minutes after it were handled.
+    const newLastTick = lastTick === null ? minute : Math.max(lastTick, minute);
+    const admitted = await store.admit(db, newLastTick, entries, slots, now);
+    lastTick = newLastTick;
     tickedMinute = minute;
     for (const [job, slot] of slots) heartbeats.set(job, slot);
 

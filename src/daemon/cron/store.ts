@@ -98,12 +98,12 @@ const CHUNK = 500;
 /**
  * In one transaction: claims the dedup key of each entry (entries whose key exists are
  * dropped: they were handled before a restart), writes history rows for the claimed ones,
- * moves heartbeat slots and the last ticked minute. Returns the claimed entries with their
+ * moves heartbeat slots and records the last ticked minute. Returns the claimed entries with their
  * history ids; the caller dispatches only those, after this commits.
  */
 export async function admit<E extends NewEntry>(
   db: CronDb,
-  minute: number,
+  lastTick: number,
   entries: readonly E[],
   heartbeats: ReadonlyMap<string, number>,
   now: number,
@@ -167,7 +167,7 @@ export async function admit<E extends NewEntry>(
         .onConflict((oc) => oc.column('job').doUpdateSet({ last_slot: slot }))
         .execute();
     }
-    await setMeta(trx, 'last_tick', minute);
+    await setMeta(trx, 'last_tick', lastTick);
     return admitted;
   });
 }
