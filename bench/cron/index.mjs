@@ -9,9 +9,8 @@
 // real; only the idle wait between boundaries is shortened, so lags are reported in real ms.
 // Signal dispatch goes to a no-op stand-in (the supervisor is not part of this benchmark);
 // events go to a no-op outbox.
-import { execSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cron } from 'croner';
 import { parseCronConfig } from '../../dist/daemon/cron/config.js';
@@ -20,15 +19,19 @@ import { dueJobs } from '../../dist/daemon/cron/due-jobs.js';
 import { daemonPaths } from '../../dist/daemon/paths.js';
 import { openStateStore } from '../../dist/daemon/state/store.js';
 import { silentLogger } from '../../dist/lib/log.js';
+import { machine, median, percentile, today, writeSection } from '../lib/report.mjs';
 
 const MIN = 60_000;
 const TZ = 'Europe/Berlin';
+const load0 = loadavg()
+  .map((l) => l.toFixed(1))
+  .join(' ');
 
-function pct(xs, p) {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-}
+const pct = (xs, p) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    p,
+  );
 const ms = (x) => (Number.isNaN(x) ? '-' : x.toFixed(1));
 
 /** A clock whose minutes last 60/k real seconds; timers are real timers, shortened by k. */
@@ -209,24 +212,28 @@ async function runCronerPeer(n, seconds) {
   };
 }
 
-const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, load ${execSync('cat /proc/loadavg').toString().split(' ').slice(0, 3).join(' ')}`;
-console.log(`machine: ${machine}`);
-
+const rounds = 3;
+const byLabel = new Map();
+const peers = [];
+const keep = (r) => byLabel.set(r.label, [...(byLabel.get(r.label) ?? []), r]);
 const decisions = [runDecision(1000, 'every-minute'), runDecision(1000, 'mixed'), runDecision(5000, 'mixed')];
-const runs = [];
-runs.push(
-  await runComponent({
-    label: '1 000 jobs, all due every minute',
-    n: 1000,
-    kind: 'every-minute',
-    k: 20,
-    ticks: 12,
-  }),
-);
-runs.push(
-  await runComponent({ label: '1 000 jobs, mixed schedules', n: 1000, kind: 'mixed', k: 30, ticks: 20 }),
-);
-runs.push(
+// The 1 000-job scenarios and the peer alternate, so machine noise hits them alike.
+for (let i = 0; i < rounds; i++) {
+  keep(
+    await runComponent({
+      label: '1 000 jobs, all due every minute',
+      n: 1000,
+      kind: 'every-minute',
+      k: 20,
+      ticks: 8,
+    }),
+  );
+  keep(
+    await runComponent({ label: '1 000 jobs, mixed schedules', n: 1000, kind: 'mixed', k: 30, ticks: 12 }),
+  );
+  peers.push(await runCronerPeer(1000, 8));
+}
+keep(
   await runComponent({
     label: '5 000 jobs, all due every minute',
     n: 5000,
@@ -235,39 +242,57 @@ runs.push(
     ticks: 6,
   }),
 );
-runs.push(
-  await runComponent({ label: '5 000 jobs, mixed schedules', n: 5000, kind: 'mixed', k: 30, ticks: 20 }),
-);
-runs.push(
+keep(await runComponent({ label: '5 000 jobs, mixed schedules', n: 5000, kind: 'mixed', k: 30, ticks: 12 }));
+keep(
   await runComponent({
     label: '100 bash jobs, all due every minute',
     n: 100,
     kind: 'every-minute',
     k: 20,
-    ticks: 8,
+    ticks: 6,
     bash: true,
   }),
 );
-const peer = await runCronerPeer(1000, 10);
 
+const med = (xs, f) => median(xs.map(f));
 const lines = [];
+lines.push('## cron — tick lag and CPU with 1 000 and 5 000 jobs');
+lines.push('');
+lines.push(`Date ${today()}; machine: ${machine()}; load average at start ${load0}.`);
+lines.push('Command: `npm run build && npm run bench -- cron`.');
 lines.push(
-  '| scenario | dispatches | lag p50 (ms) | lag p99 (ms) | lag max (ms) | first dispatch p50 (ms) | CPU per tick (ms) |',
+  'Method: the real cron component (dist/) with a real state.db on disk (WAL, synchronous=FULL), jobs in `Europe/Berlin`, driven by a compressed clock (a scaled minute lasts 60/k real seconds: processing is real, only the idle wait between boundaries is shortened; lags are real milliseconds). Lag = minute boundary → start of each dispatch (signal: the call of the supervisor stand-in, a no-op; bash: the job\'s first instruction, from `$EPOCHREALTIME`). CPU per tick = process CPU over the run / ticks, so it includes recording the outcomes. Events go to a no-op outbox. Figures with "median of 3" alternate with the peer in the same run.',
+);
+lines.push(
+  'Peer: croner 11 scheduling the same 1 000 callbacks itself (one timer per job, the design a per-job scheduler has), at a 1-second pattern so it fires 1 000 jobs per second: lag = second boundary → callback.',
+);
+lines.push('Target: p99 lag under 250 ms with 1 000 jobs.');
+lines.push('');
+lines.push(
+  '| scenario | runs | dispatches | lag p50 (ms) | lag p99 (ms) | lag max (ms) | CPU per tick (ms) |',
 );
 lines.push('|---|---:|---:|---:|---:|---:|---:|');
-for (const r of runs) {
+for (const [label, rs] of byLabel) {
   lines.push(
-    `| ${r.label} | ${r.dispatches} | ${ms(r.p50)} | ${ms(r.p99)} | ${ms(r.max)} | ${ms(r.firstP50)} | ${ms(r.cpuPerTick)} |`,
+    `| ${label} | ${rs.length === 1 ? '1' : `median of ${rs.length}`} | ${med(rs, (r) => r.dispatches)} | ${ms(med(rs, (r) => r.p50))} | ${ms(med(rs, (r) => r.p99))} | ${ms(med(rs, (r) => r.max))} | ${ms(med(rs, (r) => r.cpuPerTick))} |`,
   );
 }
 lines.push(
-  `| peer: croner 11, ${peer.n} in-process jobs firing every second, ${peer.seconds} s | ${peer.fires} | ${ms(peer.p50)} | ${ms(peer.p99)} | - | - | ${ms(peer.cpuPerTick)} |`,
+  `| peer: croner 11, 1 000 in-process jobs firing every second | median of ${peers.length} | ${med(peers, (p) => p.fires)} | ${ms(med(peers, (p) => p.p50))} | ${ms(med(peers, (p) => p.p99))} | - | ${ms(med(peers, (p) => p.cpuPerTick))} |`,
 );
 lines.push('');
-lines.push('| decision only (due-jobs.ts, pure) | µs wall per tick | µs CPU per tick | due per tick |');
+lines.push(
+  '| decision only (`dueJobs`, pure, 200 minutes) | µs wall per tick | µs CPU per tick | due per tick |',
+);
 lines.push('|---|---:|---:|---:|');
 for (const d of decisions)
   lines.push(
     `| ${d.n} jobs, ${d.kind} | ${d.usWall.toFixed(0)} | ${d.usCpu.toFixed(0)} | ${d.duePerTick.toFixed(1)} |`,
   );
-console.log(lines.join('\n'));
+lines.push('');
+lines.push(
+  'Reading: the dispatch path is the pure decision, then one transaction (dedup keys + history rows, fsynced) before any dispatch starts, so all fires of a minute start together after it; "all due every minute" is the worst case (1 000 or 5 000 keys per transaction), the mixed schedules a realistic node. Bash dispatch is bounded by spawning 100 processes at once on 2 cores. The machine is shared with other builds (load average above), so single slow ticks (fsync, GC, CPU starvation) set the p99 and max; compare rows of the same run.',
+);
+const text = lines.join('\n');
+console.log(text);
+writeSection('cron', text);
