@@ -79,25 +79,21 @@ async function measureStore(store) {
   const mis = await post(`/domains/${dom.id}/m`, { name: 'bench' });
   const bare = await start([join(ROOT, 'bench/http/bare-server.mjs'), store, bareTarget]);
   const body = JSON.stringify({ title: 'benchmark task' });
+  const targets = {
+    towerGet: { url: `${tower.url}/domains/${dom.id}`, headers },
+    bareGet: { url: `${bare.url}/domains/d1` },
+    towerPost: { url: `${tower.url}/domains/${dom.id}/m/${mis.id}/t`, method: 'POST', headers, body },
+    barePost: { url: `${bare.url}/t`, method: 'POST', headers: { 'content-type': 'application/json' }, body },
+  };
+  const runs = Object.fromEntries(Object.keys(targets).map((k) => [k, []]));
   const results = {};
   try {
-    // warm-up
-    await cannon({ url: `${tower.url}/domains/${dom.id}`, headers, duration: 2 });
-    await cannon({ url: `${bare.url}/domains/d1`, duration: 2 });
-    results.towerGet = await cannon({ url: `${tower.url}/domains/${dom.id}`, headers });
-    results.bareGet = await cannon({ url: `${bare.url}/domains/d1` });
-    results.towerPost = await cannon({
-      url: `${tower.url}/domains/${dom.id}/m/${mis.id}/t`,
-      method: 'POST',
-      headers,
-      body,
-    });
-    results.barePost = await cannon({
-      url: `${bare.url}/t`,
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body,
-    });
+    await cannon({ ...targets.towerGet, duration: 2 }); // warm-up
+    await cannon({ ...targets.bareGet, duration: 2 });
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, opts] of Object.entries(targets)) runs[name].push(await cannon(opts));
+    }
+    for (const [name, r] of Object.entries(runs)) results[name] = summarize(r);
   } finally {
     tower.child.kill('SIGTERM');
     bare.child.kill('SIGTERM');

@@ -11,12 +11,14 @@ export function processIO(): CliIO {
     env: process.env,
     paths: resolvePaths(process.env),
     out: (t) => process.stdout.write(`${t}\n`),
+    write: (t) => process.stdout.write(t),
     err: (t) => process.stderr.write(`${t}\n`),
     readStdin: async () => {
       const chunks: Buffer[] = [];
       for await (const c of process.stdin) chunks.push(c as Buffer);
       return Buffer.concat(chunks).toString('utf8');
     },
+    stdinIsTTY: () => process.stdin.isTTY === true,
   };
 }
 

@@ -6,6 +6,7 @@ import { registerCronCommands } from './commands/cron.js';
 import { registerDaemonCommands } from './commands/daemon.js';
 import { registerNodeCommands } from './commands/node.js';
 import { registerRecords } from './commands/records.js';
+import { registerSecret } from './commands/secret.js';
 import { registerToken } from './commands/token.js';
 import { registerTower } from './commands/tower.js';
 import { makeDeps } from './deps.js';
@@ -26,6 +27,7 @@ export function buildSvc(io: CliIO): Command {
   registerTower(program, deps);
   registerToken(program, deps);
   registerRecords(program, deps);
+  registerSecret(program, deps);
 
   // Command groups several areas add to.
   const agent = program

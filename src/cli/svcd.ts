@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // svcd: the node daemon. `svcd run` starts it; other subcommands are helpers agents call.
 import { Command } from 'commander';
+import { registerGetSecret } from './commands/get-secret.js';
 import { registerSvcdRun } from './commands/svcd-run.js';
 import type { CliIO } from './io.js';
 import { processIO, runProgram } from './run.js';
@@ -13,6 +14,7 @@ export function buildSvcd(io: CliIO): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   registerSvcdRun(program, io);
+  registerGetSecret(program, io);
   for (const c of program.commands) c.exitOverride();
   return program;
 }

@@ -71,6 +71,28 @@ export interface MethodRegistry {
   register(name: string, handler: MethodHandler, schema?: TSchema): void;
 }
 
+/**
+ * A secrets-broker session, minted per agent run (DESIGN §4 Secrets broker). Add `env` to
+ * the agent's environment; call revoke() when the agent exits, after which its requests on
+ * secrets.sock are refused with unknown_session.
+ */
+export interface SecretSession {
+  /** 256 bits of randomness, base64url. */
+  readonly id: string;
+  readonly agentId: string;
+  /** secrets.sock, as the agent sees it in SVC_SECRETS_SOCKET. */
+  readonly socketPath: string;
+  readonly env: { SVC_SECRETS_SOCKET: string; SVC_SECRETS_SESSION: string };
+  /** Ends the session: secrets.sock refuses it from now on. Idempotent. */
+  revoke(): void;
+}
+
+export interface SecretSessions {
+  mint(agentId: string): SecretSession;
+  /** The agent a live session belongs to, or null. */
+  resolve(sessionId: string): string | null;
+}
+
 export interface DaemonContext {
   clock: Clock;
   log: Logger;
@@ -82,6 +104,8 @@ export interface DaemonContext {
   tower: TowerApi;
   events: EventOutbox;
   mgmt: MethodRegistry;
+  /** Secrets-broker sessions: components that start agents mint one per run. */
+  secrets: SecretSessions;
   /** Aborted when the daemon begins shutting down. */
   shutdown: AbortSignal;
 }

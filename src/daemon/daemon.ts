@@ -10,6 +10,7 @@ import type { Component, DaemonContext } from './context.js';
 import { createCron, signalUnavailable } from './cron/cron.js';
 import { MgmtServer } from './mgmt/server.js';
 import { daemonPaths } from './paths.js';
+import { createSecretsBroker, SessionRegistry } from './secrets/index.js';
 import { openStateStore } from './state/store.js';
 import { createTowerApi } from './tower-client/api.js';
 import { createOutbox } from './tower-client/outbox.js';
@@ -31,6 +32,7 @@ export type ComponentFactory = (ctx: DaemonContext, opts: DaemonOptions) => Comp
 
 /** Areas plug in here, in start order (stopped in reverse). */
 const COMPONENTS: ComponentFactory[] = [
+  (ctx) => createSecretsBroker(ctx),
   // signalUnavailable until the supervisor's signal(agentIdOrProfile, prompt) is wired here.
   (ctx) => createCron(ctx, { signal: signalUnavailable }),
 ];
@@ -63,6 +65,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     tower,
     events: outbox,
     mgmt,
+    secrets: new SessionRegistry(paths.secretsSock),
     shutdown: shutdown.signal,
   };
   const components: Component[] = [outbox, ...COMPONENTS.map((make) => make(ctx, opts))];

@@ -24,9 +24,17 @@ export interface UnixListener {
   close(): Promise<void>;
 }
 
+export interface ListenOptions {
+  /** Keep writing after the client half-closes (one-request-per-connection protocols). */
+  allowHalfOpen?: boolean;
+  /** Connections beyond this are closed at accept. */
+  maxConnections?: number;
+}
+
 export async function listenUnix(
   path: string,
   onConnection: (socket: Socket) => void,
+  opts: ListenOptions = {},
 ): Promise<UnixListener> {
   if (await socketIsLive(path)) {
     throw new SvcError(
@@ -38,11 +46,12 @@ export async function listenUnix(
     if (e.code !== 'ENOENT') throw e;
   });
   const open = new Set<Socket>();
-  const server = createServer((socket) => {
+  const server = createServer({ allowHalfOpen: opts.allowHalfOpen ?? false }, (socket) => {
     open.add(socket);
     socket.once('close', () => open.delete(socket));
     onConnection(socket);
   });
+  if (opts.maxConnections !== undefined) server.maxConnections = opts.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(path, () => {

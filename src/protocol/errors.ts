@@ -33,6 +33,8 @@ export const ERROR_CODES = {
   not_authorized: { status: 403, title: 'Not authorized' },
   secret_mismatch: { status: 403, title: 'Attach secret mismatch' },
   validation_rejected: { status: 422, title: 'Payload rejected by validation' },
+  // secrets (tower)
+  master_key_mismatch: { status: 500, title: 'Secret cannot be decrypted with the master key' },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -17,6 +17,8 @@ import { createSequencer } from './feed/sequencer.js';
 import { buildApp, type TowerPlugin } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { recordRoutes } from './records/routes.js';
+import type { AgentLookup } from './secrets/agents.js';
+import { secretRoutes } from './secrets/routes.js';
 import { migrate, openStore, type Store } from './store/open.js';
 import { createWrite } from './store/tx.js';
 
@@ -34,6 +36,10 @@ export interface TowerOptions {
   bodyLimitBytes?: number;
   /** Auth lookup cache, ms (bounds revocation delay). */
   authCacheMs?: number;
+  /** Text of SVC_MASTER_KEY (read at the CLI edge); default: <dataDir>/master.key. */
+  masterKey?: string;
+  /** How the secrets area finds an agent's node and domain (default: the agents table). */
+  agentLookup?: AgentLookup;
 }
 
 export interface Tower {
@@ -93,7 +99,14 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     const admin = await bootstrapAdminToken(write, store.dialect, adminFile);
     if (admin) log.info({ file: adminFile }, 'created the bootstrap admin token');
 
-    const plugins: TowerPlugin[] = [authRoutes(), recordRoutes()];
+    const plugins: TowerPlugin[] = [
+      authRoutes(),
+      recordRoutes(),
+      secretRoutes({
+        ...(opts.masterKey !== undefined ? { masterKey: opts.masterKey } : {}),
+        ...(opts.agentLookup ? { agents: opts.agentLookup } : {}),
+      }),
+    ];
     const app = await buildApp(ctx, { plugins, ...(opts.tls ? { https: opts.tls } : {}) });
 
     let stopping: Promise<void> | null = null;

@@ -1,6 +1,5 @@
 // `svcd run`: the daemon in the foreground (what systemd and `svc daemon up` start).
 import type { Command } from 'commander';
-import { createDaemon } from '../../daemon/daemon.js';
 import { nodeFileForRead, readNodeIdentity } from '../../daemon/identity.js';
 import { offsetClock, systemClock } from '../../lib/clock.js';
 import { createLogger } from '../../lib/log.js';
@@ -41,6 +40,8 @@ export function registerSvcdRun(program: Command, io: CliIO): void {
       const clockOffset = testClockOffset(env);
       if (clockOffset !== 0)
         log.warn({ offset_ms: clockOffset }, 'SVC_TEST_CLOCK_OFFSET_MS is set: test-only');
+      // Loaded here, not at the top: `svcd get-secret`, which agents run often, starts fast.
+      const { createDaemon } = await import('../../daemon/daemon.js');
       const daemon = await createDaemon({
         home: io.paths.home,
         backendUrl,

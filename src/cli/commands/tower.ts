@@ -83,6 +83,7 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         database: flags.database ?? env.SVC_DATABASE_URL,
         dataDir: flags.dataDir ?? deps.io.paths.towerDir,
         log,
+        ...(env.SVC_MASTER_KEY ? { masterKey: env.SVC_MASTER_KEY } : {}),
         ...(tls ? { tls } : {}),
         ...(flags.oidcIssuer && flags.oidcAudience
           ? {

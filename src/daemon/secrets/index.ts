@@ -1,0 +1,110 @@
+// The secrets broker as a svcd component: serves secrets.sock (0600, in the 0700 svcd
+// directory) for agent subprocesses. Sessions are minted through ctx.secrets by whoever
+// starts agents; values are fetched from the tower per request and live only in memory.
+import { parseDuration } from '../../lib/duration.js';
+import { SvcError } from '../../protocol/errors.js';
+import { type BrokerReply, MAX_BROKER_REQUEST_BYTES } from '../../protocol/secrets.js';
+import type { Component, DaemonContext } from '../context.js';
+import { listenUnix, type UnixListener } from '../sockets.js';
+import { answer, type BrokerDeps } from './broker.js';
+import { SecretCache } from './cache.js';
+import { serveConnection } from './connection.js';
+
+export { SessionRegistry } from './sessions.js';
+
+export interface SecretsBrokerOptions {
+  /** Memory cache TTL in ms; 0 (the default) turns the cache off. */
+  cacheTtlMs?: number;
+  maxRequestBytes?: number;
+  requestTimeoutMs?: number;
+  fetchTimeoutMs?: number;
+  lingerMs?: number;
+  maxConnections?: number;
+}
+
+export const BROKER_DEFAULTS = {
+  maxRequestBytes: MAX_BROKER_REQUEST_BYTES,
+  requestTimeoutMs: 5_000,
+  fetchTimeoutMs: 10_000,
+  lingerMs: 5_000,
+  maxConnections: 1024,
+};
+
+/**
+ * Reads the broker's settings from the daemon environment: SVC_SECRETS_CACHE_TTL
+ * ("30s", "2m"; unset or "0" = off).
+ */
+export function brokerOptionsFromEnv(env: NodeJS.ProcessEnv): SecretsBrokerOptions {
+  const ttl = env.SVC_SECRETS_CACHE_TTL?.trim();
+  if (!ttl || ttl === '0' || ttl === 'off') return {};
+  try {
+    return { cacheTtlMs: parseDuration(ttl) };
+  } catch (e) {
+    throw new SvcError('config_invalid', `SVC_SECRETS_CACHE_TTL: ${(e as Error).message}`);
+  }
+}
+
+export interface SecretsBroker extends Component {
+  readonly socketPath: string;
+}
+
+export function createSecretsBroker(ctx: DaemonContext, options?: SecretsBrokerOptions): SecretsBroker {
+  const opts = { ...BROKER_DEFAULTS, ...(options ?? brokerOptionsFromEnv(ctx.env)) };
+  const log = ctx.log.child({ component: 'secrets' });
+  const cache = opts.cacheTtlMs ? new SecretCache(ctx.clock, opts.cacheTtlMs) : null;
+  const deps: BrokerDeps = {
+    sessions: ctx.secrets,
+    tower: ctx.tower,
+    cache,
+    log,
+    fetchTimeoutMs: opts.fetchTimeoutMs,
+    setTimeout: (fn, ms) => ctx.clock.setTimeout(fn, ms),
+  };
+  const counts: Record<string, number> = {};
+  const count = (r: BrokerReply) => {
+    const k = r.ok ? 'ok' : r.error.code;
+    counts[k] = (counts[k] ?? 0) + 1;
+  };
+  let listener: UnixListener | null = null;
+  let stopping: Promise<void> | null = null;
+
+  return {
+    name: 'secrets',
+    socketPath: ctx.paths.secretsSock,
+    async start() {
+      if (listener) return;
+      listener = await listenUnix(
+        ctx.paths.secretsSock,
+        (socket) =>
+          serveConnection(socket, {
+            maxRequestBytes: opts.maxRequestBytes,
+            requestTimeoutMs: opts.requestTimeoutMs,
+            lingerMs: opts.lingerMs,
+            setTimeout: (fn, ms) => ctx.clock.setTimeout(fn, ms),
+            answer: (decoded) => answer(deps, decoded),
+            onReply: count,
+          }),
+        { allowHalfOpen: true, maxConnections: opts.maxConnections },
+      );
+      log.info(
+        { socket: ctx.paths.secretsSock, cache_ttl_ms: opts.cacheTtlMs ?? 0 },
+        'secrets broker listening',
+      );
+    },
+    stop() {
+      stopping ??= (async () => {
+        await listener?.close();
+        cache?.clear();
+      })();
+      return stopping;
+    },
+    status() {
+      return {
+        socket: ctx.paths.secretsSock,
+        cache_ttl_ms: opts.cacheTtlMs ?? 0,
+        cached: cache?.size ?? 0,
+        replies: { ...counts },
+      };
+    },
+  };
+}

@@ -1,0 +1,306 @@
+// HTTP routes of secrets (DESIGN §3): operators set, list, grant and revoke (values are
+// write-only), nodes fetch on behalf of an enrolled agent, admins rotate the master key.
+// Every fetch, granted or refused, is audited as a `matrix` event without the value.
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { SvcError } from '../../protocol/errors.js';
+import {
+  MAX_SECRET_VALUE_BYTES,
+  SecretDomainQuery,
+  SecretFetch,
+  type SecretFetched,
+  SecretGrantCreate,
+  SecretListQuery,
+  SecretName,
+  SecretPut,
+  SecretRollback,
+} from '../../protocol/secrets.js';
+import type { Principal } from '../auth/principal.js';
+import type { TowerContext } from '../context.js';
+import type { TowerPlugin } from '../http/app.js';
+import { requireDomain } from '../records/access.js';
+import { decodeCursor, encodeCursor } from '../records/cursor.js';
+import type { Tx } from '../store/tx.js';
+import { type AgentLookup, agentsTableLookup } from './agents.js';
+import {
+  claimKeyForWrite,
+  type MasterKeys,
+  masterKeyStatus,
+  openMasterKeys,
+  rotateMasterKey,
+  usableKeyring,
+} from './key-rotation.js';
+import {
+  deleteSecret,
+  describeSecret,
+  describeSecrets,
+  fetchForAgent,
+  grantSecret,
+  putSecret,
+  requireSecret,
+  revokeSecret,
+  rollbackSecret,
+  sdb,
+} from './store.js';
+
+export interface SecretRoutesOptions {
+  /** Text of SVC_MASTER_KEY, read at the CLI edge; otherwise <data-dir>/master.key. */
+  masterKey?: string;
+  /** Where agent enrolment is looked up (default: the agents table). */
+  agents?: AgentLookup;
+}
+
+const NameParam = Type.Object({ name: SecretName }, { additionalProperties: false });
+const GrantParams = Type.Object(
+  { name: SecretName, agent_id: Type.String({ minLength: 1, maxLength: 100 }) },
+  { additionalProperties: false },
+);
+
+/** Who made a change, as stored on versions and grants. */
+const actorOf = (p: Principal): string => p.id;
+
+function requireOperator(p: Principal): void {
+  if (p.kind === 'node') {
+    throw new SvcError(
+      'forbidden',
+      'nodes cannot manage secrets: use an operator token with the admin scope',
+    );
+  }
+}
+
+function requireGlobalAdmin(p: Principal): void {
+  if (p.domains !== null) {
+    throw new SvcError(
+      'forbidden',
+      'the master key is tower-wide: use an admin token that is not limited to domains',
+    );
+  }
+}
+
+export function secretRoutes(opts: SecretRoutesOptions = {}): TowerPlugin {
+  return async (app, ctx) => {
+    const log = ctx.log.child({ component: 'secrets' });
+    const keyDeps = { db: ctx.store.db, dialect: ctx.store.dialect, clock: ctx.clock, log };
+    const mk = await openMasterKeys(keyDeps, {
+      dataDir: ctx.config.dataDir,
+      ...(opts.masterKey !== undefined ? { masterKey: opts.masterKey } : {}),
+    });
+    registerSecretRoutes(app, ctx, mk, opts.agents ?? agentsTableLookup);
+    app.get('/admin/master-key', { config: { scope: 'admin' } }, async (req) => {
+      requireGlobalAdmin(req.principal);
+      return masterKeyStatus(ctx.store.db, mk);
+    });
+    app.post('/admin/master-key/rotate', { config: { scope: 'admin' } }, async (req) => {
+      requireGlobalAdmin(req.principal);
+      return rotateMasterKey(keyDeps, mk);
+    });
+  };
+}
+
+function registerSecretRoutes(
+  app: FastifyInstance,
+  ctx: TowerContext,
+  mk: MasterKeys,
+  agents: AgentLookup,
+): void {
+  const db = () => sdb(ctx.store.db);
+  /** Seals within a write whose key is checked against the database's key first. */
+  const claim = (tx: Tx, keyId: string) => claimKeyForWrite(tx, ctx.store.dialect, ctx.clock, mk, keyId);
+  const nameOf = (req: FastifyRequest) => (req.params as { name: string }).name;
+  const domainOf = async (req: FastifyRequest): Promise<string> => {
+    requireOperator(req.principal);
+    const domainId = (req.query as SecretDomainQuery).domain_id;
+    await requireDomain(ctx.store.db, req.principal, domainId);
+    return domainId;
+  };
+
+  app.get(
+    '/secrets',
+    { config: { scope: 'admin' }, schema: { querystring: SecretListQuery } },
+    async (req) => {
+      requireOperator(req.principal);
+      const q = req.query as SecretListQuery;
+      const limit = q.limit ?? 100;
+      const after = decodeCursor(q.cursor);
+      const p = req.principal;
+      if (q.domain_id !== undefined) await requireDomain(ctx.store.db, p, q.domain_id);
+      if (p.domains !== null && p.domains.length === 0) return { items: [], next_cursor: null };
+      let query = db()
+        .selectFrom('secrets')
+        .selectAll()
+        .orderBy('id')
+        .limit(limit + 1);
+      if (after !== null) query = query.where('id', '>', after);
+      if (q.domain_id !== undefined) query = query.where('domain_id', '=', q.domain_id);
+      else if (p.domains !== null) query = query.where('domain_id', 'in', p.domains);
+      const rows = await query.execute();
+      const more = rows.length > limit;
+      const page = more ? rows.slice(0, limit) : rows;
+      return {
+        items: await describeSecrets(db(), page),
+        next_cursor: more && page.length > 0 ? encodeCursor(page[page.length - 1]!.id) : null,
+      };
+    },
+  );
+
+  app.get(
+    '/secrets/:name',
+    { config: { scope: 'admin' }, schema: { params: NameParam, querystring: SecretDomainQuery } },
+    async (req) => {
+      const domainId = await domainOf(req);
+      return describeSecret(db(), await requireSecret(db(), domainId, nameOf(req)));
+    },
+  );
+
+  app.put(
+    '/secrets/:name',
+    {
+      config: { scope: 'admin' },
+      schema: { params: NameParam, querystring: SecretDomainQuery, body: SecretPut },
+    },
+    async (req, reply) => {
+      const domainId = await domainOf(req);
+      const body = req.body as SecretPut;
+      if (Buffer.byteLength(body.value, 'utf8') > MAX_SECRET_VALUE_BYTES) {
+        throw new SvcError(
+          'validation_failed',
+          `body/value: must be at most ${MAX_SECRET_VALUE_BYTES} bytes of UTF-8`,
+          {
+            errors: [{ field: 'body/value', message: `must be at most ${MAX_SECRET_VALUE_BYTES} bytes` }],
+          },
+        );
+      }
+      const { row, created } = await usableKeyring(mk).withCurrent((sealer) =>
+        ctx.write(async (tx) => {
+          await claim(tx, sealer.keyId);
+          return putSecret(tx, sealer, {
+            domainId,
+            name: nameOf(req),
+            value: body.value,
+            ...(body.description !== undefined ? { description: body.description } : {}),
+            actor: actorOf(req.principal),
+          });
+        }),
+      );
+      return reply.code(created ? 201 : 200).send(await describeSecret(db(), row));
+    },
+  );
+
+  app.delete(
+    '/secrets/:name',
+    { config: { scope: 'admin' }, schema: { params: NameParam, querystring: SecretDomainQuery } },
+    async (req, reply) => {
+      const domainId = await domainOf(req);
+      await ctx.write((tx) => deleteSecret(tx, domainId, nameOf(req)));
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/secrets/:name/rollback',
+    {
+      config: { scope: 'admin' },
+      schema: { params: NameParam, querystring: SecretDomainQuery, body: SecretRollback },
+    },
+    async (req) => {
+      const domainId = await domainOf(req);
+      const keyring = usableKeyring(mk);
+      const row = await keyring.withCurrent((sealer) =>
+        ctx.write(async (tx) => {
+          await claim(tx, sealer.keyId);
+          return rollbackSecret(tx, sealer, keyring, {
+            domainId,
+            name: nameOf(req),
+            version: (req.body as SecretRollback).version,
+            actor: actorOf(req.principal),
+          });
+        }),
+      );
+      return describeSecret(db(), row);
+    },
+  );
+
+  app.post(
+    '/secrets/:name/grants',
+    {
+      config: { scope: 'admin' },
+      schema: { params: NameParam, querystring: SecretDomainQuery, body: SecretGrantCreate },
+    },
+    async (req, reply) => {
+      const domainId = await domainOf(req);
+      const agentId = (req.body as SecretGrantCreate).agent_id;
+      // Granting ahead of enrolment is allowed; granting to an agent of another domain is a mistake.
+      const agent = await agents(ctx.store.db, agentId);
+      if (agent && agent.domain_id !== domainId) {
+        throw new SvcError(
+          'conflict',
+          `agent ${agentId} is enrolled in domain ${agent.domain_id}, not ${domainId}: it can only be granted secrets of its own domain`,
+        );
+      }
+      const { grant, created } = await ctx.write((tx) =>
+        grantSecret(tx, { domainId, name: nameOf(req), agentId, actor: actorOf(req.principal) }),
+      );
+      return reply.code(created ? 201 : 200).send(grant);
+    },
+  );
+
+  app.delete(
+    '/secrets/:name/grants/:agent_id',
+    { config: { scope: 'admin' }, schema: { params: GrantParams, querystring: SecretDomainQuery } },
+    async (req, reply) => {
+      const domainId = await domainOf(req);
+      const { agent_id: agentId } = req.params as { agent_id: string };
+      await ctx.write((tx) => revokeSecret(tx, { domainId, name: nameOf(req), agentId }));
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/secrets/:name/fetch',
+    { config: { scope: 'work:write' }, schema: { params: NameParam, body: SecretFetch } },
+    async (req, reply) => {
+      const p = req.principal;
+      if (p.kind !== 'node' || !p.nodeId) {
+        throw new SvcError(
+          'forbidden',
+          'only node credentials fetch secret values (svcd on behalf of its agents); operators cannot read values back',
+        );
+      }
+      const nodeId = p.nodeId;
+      const name = nameOf(req);
+      const agentId = (req.body as SecretFetch).agent_id;
+      const agent = await agents(ctx.store.db, agentId);
+      const enrolledHere = agent !== null && agent.node_id === nodeId;
+      const outcome = await ctx.write(async (tx) => {
+        const audit = (domainId: string | null, action: string, extra: Record<string, unknown>) =>
+          tx.emit({
+            type: 'matrix',
+            domain_id: domainId,
+            agent_id: agentId,
+            payload: { entity: 'secret', action, name, node_id: nodeId, node: p.name, ...extra },
+          });
+        if (!agent || !enrolledHere) {
+          const error = new SvcError('agent_not_found', `agent ${agentId} is not enrolled on this node`);
+          audit(null, 'fetch_refused', { reason: error.code });
+          return { ok: false as const, error };
+        }
+        const r = await fetchForAgent(sdb(tx.db), usableKeyring(mk), {
+          domainId: agent.domain_id,
+          name,
+          agentId,
+        });
+        if (r.ok) audit(agent.domain_id, 'fetched', { id: r.secret.id, version: r.version });
+        else audit(agent.domain_id, 'fetch_refused', { reason: r.error.code });
+        return r;
+      });
+      if (!outcome.ok) throw outcome.error;
+      const body: SecretFetched = {
+        name,
+        domain_id: outcome.secret.domain_id,
+        version: outcome.version,
+        value: outcome.value,
+      };
+      return reply.header('cache-control', 'no-store').send(body);
+    },
+  );
+}
