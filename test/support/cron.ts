@@ -55,6 +55,7 @@ import type { DaemonContext } from '../../src/daemon/context.js';
 import { type Cron, type CronDeps, createCron } from '../../src/daemon/cron/cron.js';
 import { MgmtServer } from '../../src/daemon/mgmt/server.js';
 import { daemonPaths } from '../../src/daemon/paths.js';
+import { SessionRegistry } from '../../src/daemon/secrets/index.js';
 import { type OpenStateStore, openStateStore } from '../../src/daemon/state/store.js';
 import { FakeClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/log.js';
@@ -121,6 +122,7 @@ export async function startCron(opts: HarnessOptions): Promise<CronHarness> {
       },
     },
     mgmt,
+    secrets: new SessionRegistry(paths.secretsSock),
     shutdown: shutdown.signal,
   };
   const cron = createCron(ctx, {
