@@ -7,6 +7,7 @@ import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import type { NodeIdentity } from '../protocol/nodes.js';
 import type { Component, DaemonContext } from './context.js';
+import { createCron, signalUnavailable } from './cron/cron.js';
 import { MgmtServer } from './mgmt/server.js';
 import { daemonPaths } from './paths.js';
 import { createSecretsBroker, SessionRegistry } from './secrets/index.js';
@@ -30,7 +31,11 @@ export interface DaemonOptions {
 export type ComponentFactory = (ctx: DaemonContext, opts: DaemonOptions) => Component;
 
 /** Areas plug in here, in start order (stopped in reverse). */
-const COMPONENTS: ComponentFactory[] = [(ctx) => createSecretsBroker(ctx)];
+const COMPONENTS: ComponentFactory[] = [
+  (ctx) => createSecretsBroker(ctx),
+  // signalUnavailable until the supervisor's signal(agentIdOrProfile, prompt) is wired here.
+  (ctx) => createCron(ctx, { signal: signalUnavailable }),
+];
 
 export interface Daemon {
   ctx: DaemonContext;
