@@ -3,6 +3,7 @@
 // mgmt.sock; this file only assembles them.
 import { Command } from 'commander';
 import { registerAgentSupervise } from './commands/agent-supervise.js';
+import { registerCronCommands } from './commands/cron.js';
 import { registerDaemonCommands } from './commands/daemon.js';
 import { registerNodeCommands } from './commands/node.js';
 import { registerRecords } from './commands/records.js';
@@ -35,6 +36,7 @@ export function buildSvc(io: CliIO): Command {
     .description('this node: registration, supervised agents, signals, cron');
   registerNodeCommands(agent, deps);
   registerAgentSupervise(agent, deps);
+  registerCronCommands(agent, deps);
   const daemon = program.command('daemon').description('the local node daemon (svcd)');
   registerDaemonCommands(daemon, deps);
 

@@ -43,6 +43,19 @@ function sleepWith(clock: Clock, ms: number, signal?: AbortSignal): Promise<void
   });
 }
 
+/**
+ * `base` shifted by `offsetMs` (timers keep base's pace). Test-only: svcd builds one from
+ * SVC_TEST_CLOCK_OFFSET_MS so end-to-end tests can place a real daemon just before a minute
+ * boundary instead of waiting for one.
+ */
+export function offsetClock(base: Clock, offsetMs: number): Clock {
+  return {
+    now: () => base.now() + offsetMs,
+    setTimeout: (fn, ms) => base.setTimeout(fn, ms),
+    sleep: (ms, signal) => base.sleep(ms, signal),
+  };
+}
+
 interface FakeTimer {
   at: number;
   seq: number;

@@ -2,10 +2,14 @@
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-/** Parses a duration; throws an Error naming what is wrong. Bare numbers are rejected. */
-export function parseDuration(text: string): number {
+/**
+ * Parses a duration; throws an Error naming what is wrong. Bare numbers are rejected.
+ * `allowMs: false` rejects the "ms" unit where the operator-facing units are s, m, h, d.
+ */
+export function parseDuration(text: string, opts: { allowMs?: boolean } = {}): number {
   const s = text.trim();
-  if (!/^(\d+(ms|s|m|h|d))+$/.test(s)) {
+  const shape = opts.allowMs === false ? /^(\d+(s|m|h|d))+$/ : /^(\d+(ms|s|m|h|d))+$/;
+  if (!shape.test(s)) {
     throw new Error(`invalid duration "${text}": use <N>s, <N>m, <N>h, <N>d or compounds such as 1h30m`);
   }
   let total = 0;
@@ -31,4 +35,9 @@ export function formatDuration(ms: number): string {
     }
   }
   return parts.join('');
+}
+
+/** A duration rounded up to whole minutes (at least one): the cron tick cannot be finer. */
+export function ceilToMinutes(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 60_000)) * 60_000;
 }

@@ -1,6 +1,7 @@
 // `svcd run`: the daemon in the foreground (what systemd and `svc daemon up` start).
 import type { Command } from 'commander';
 import { nodeFileForRead, readNodeIdentity } from '../../daemon/identity.js';
+import { offsetClock, systemClock } from '../../lib/clock.js';
 import { createLogger } from '../../lib/log.js';
 import { checkBaseUrl, DEFAULT_BASE_URL } from '../../lib/url.js';
 import { SvcError } from '../../protocol/errors.js';
@@ -36,6 +37,9 @@ export function registerSvcdRun(program: Command, io: CliIO): void {
         throw new SvcError('config_invalid', (e as Error).message);
       }
       const log = createLogger({ level: flags.logLevel, name: 'svcd' });
+      const clockOffset = testClockOffset(env);
+      if (clockOffset !== 0)
+        log.warn({ offset_ms: clockOffset }, 'SVC_TEST_CLOCK_OFFSET_MS is set: test-only');
       // Loaded here, not at the top: `svcd get-secret`, which agents run often, starts fast.
       const { createDaemon } = await import('../../daemon/daemon.js');
       const daemon = await createDaemon({
@@ -45,6 +49,7 @@ export function registerSvcdRun(program: Command, io: CliIO): void {
         env,
         log,
         version: VERSION,
+        ...(clockOffset !== 0 ? { clock: offsetClock(systemClock, clockOffset) } : {}),
         ...(flags.boosterWasm ? { boosterWasm: flags.boosterWasm } : {}),
       });
       await daemon.start();
@@ -62,4 +67,15 @@ export function registerSvcdRun(program: Command, io: CliIO): void {
         process.on('SIGINT', onSignal);
       });
     });
+}
+
+/** Test-only (docs/cron.md): shifts svcd's clock, e.g. to just before a minute boundary. */
+function testClockOffset(env: NodeJS.ProcessEnv): number {
+  const raw = env.SVC_TEST_CLOCK_OFFSET_MS;
+  if (raw === undefined || raw === '') return 0;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n)) {
+    throw new SvcError('config_invalid', `SVC_TEST_CLOCK_OFFSET_MS must be an integer (ms), not "${raw}"`);
+  }
+  return n;
 }
