@@ -3,7 +3,7 @@
 // the event outbox bound for the tower feed, a tmux agent surviving a svcd restart, and a bad
 // agents.toml refused on reload with running agents untouched.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -123,6 +123,10 @@ runtime = "mux_hosted"
 afterAll(async () => {
   await stopSvcd();
   tmux('kill-server');
+  // tmux leaves its socket file behind when the server is killed.
+  rmSync(join(process.env.TMUX_TMPDIR ?? '/tmp', `tmux-${process.getuid?.() ?? 0}`, TMUX_SOCKET), {
+    force: true,
+  });
   tmp.remove();
 });
 

@@ -1,7 +1,8 @@
 // mux_hosted agents on a private tmux server: signal types into the pane, the session
 // outlives the supervisor and is re-adopted by the next one, stop ends the pane's tree.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/support/daemon-ctx.js';
 import { waitFor } from '../../../test/support/poll.js';
@@ -22,6 +23,8 @@ afterEach(async () => {
   await t?.close();
   t = null;
   tmux('kill-server');
+  // tmux leaves its socket file behind when the server is killed.
+  rmSync(join(process.env.TMUX_TMPDIR ?? '/tmp', `tmux-${process.getuid?.() ?? 0}`, SOCKET), { force: true });
 });
 
 function supervisor(ctx: TestDaemonContext): Supervisor {
