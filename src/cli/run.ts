@@ -32,6 +32,13 @@ const EXIT_BY_CODE: Partial<Record<ErrorCode, ExitCode>> = {
 /** A usage error detected by a command itself (bad flag combination): exit code 2. */
 export class UsageError extends Error {}
 
+/** Ends a command with this exit code and no message (an agent's own exit status). */
+export class ExitStatus extends Error {
+  constructor(readonly code: number) {
+    super(`exit status ${code}`);
+  }
+}
+
 export function exitCodeFor(e: unknown): ExitCode {
   if (e instanceof UsageError) return EXIT.usage;
   if (isSvcError(e)) return EXIT_BY_CODE[e.code] ?? EXIT.failed;
@@ -48,6 +55,7 @@ export async function runProgram(
     await parse();
     return EXIT.ok;
   } catch (e) {
+    if (e instanceof ExitStatus) return e.code as ExitCode;
     if (e instanceof CommanderError) {
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.exitCode === 0)
         return EXIT.ok;

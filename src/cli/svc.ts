@@ -2,6 +2,7 @@
 // svc: the operator CLI. Each command is a thin call of the tower's HTTP API or of svcd's
 // mgmt.sock; this file only assembles them.
 import { Command } from 'commander';
+import { registerAgentSupervise } from './commands/agent-supervise.js';
 import { registerCronCommands } from './commands/cron.js';
 import { registerDaemonCommands } from './commands/daemon.js';
 import { registerNodeCommands } from './commands/node.js';
@@ -34,6 +35,7 @@ export function buildSvc(io: CliIO): Command {
     .command('agent')
     .description('this node: registration, supervised agents, signals, cron');
   registerNodeCommands(agent, deps);
+  registerAgentSupervise(agent, deps);
   registerCronCommands(agent, deps);
   const daemon = program.command('daemon').description('the local node daemon (svcd)');
   registerDaemonCommands(daemon, deps);

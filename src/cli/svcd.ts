@@ -2,6 +2,7 @@
 // svcd: the node daemon. `svcd run` starts it; other subcommands are helpers agents call.
 import { Command } from 'commander';
 import { registerGetSecret } from './commands/get-secret.js';
+import { registerReferenceAgent } from './commands/reference-agent.js';
 import { registerSvcdRun } from './commands/svcd-run.js';
 import type { CliIO } from './io.js';
 import { processIO, runProgram } from './run.js';
@@ -15,6 +16,7 @@ export function buildSvcd(io: CliIO): Command {
     .exitOverride();
   registerSvcdRun(program, io);
   registerGetSecret(program, io);
+  registerReferenceAgent(program, io);
   for (const c of program.commands) c.exitOverride();
   return program;
 }

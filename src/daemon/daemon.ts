@@ -7,11 +7,12 @@ import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import type { NodeIdentity } from '../protocol/nodes.js';
 import type { Component, DaemonContext } from './context.js';
-import { createCron, signalUnavailable } from './cron/cron.js';
+import { createCron } from './cron/cron.js';
 import { MgmtServer } from './mgmt/server.js';
 import { daemonPaths } from './paths.js';
 import { createSecretsBroker, SessionRegistry } from './secrets/index.js';
 import { openStateStore } from './state/store.js';
+import { createSupervisor, type Supervisor } from './supervisor/supervisor.js';
 import { createTowerApi } from './tower-client/api.js';
 import { createOutbox } from './tower-client/outbox.js';
 
@@ -30,11 +31,25 @@ export interface DaemonOptions {
 /** A component factory: each area adds one to COMPONENTS. */
 export type ComponentFactory = (ctx: DaemonContext, opts: DaemonOptions) => Component;
 
+/** The supervisor of each daemon, for the components that call it (cron's signal jobs). */
+const supervisors = new WeakMap<DaemonContext, Supervisor>();
+function remember(ctx: DaemonContext, s: Supervisor): Supervisor {
+  supervisors.set(ctx, s);
+  return s;
+}
+function supervisorOf(ctx: DaemonContext): Supervisor {
+  const s = supervisors.get(ctx);
+  if (!s) throw new Error('no supervisor in this daemon');
+  return s;
+}
+
 /** Areas plug in here, in start order (stopped in reverse). */
 const COMPONENTS: ComponentFactory[] = [
   (ctx) => createSecretsBroker(ctx),
-  // signalUnavailable until the supervisor's signal(agentIdOrProfile, prompt) is wired here.
-  (ctx) => createCron(ctx, { signal: signalUnavailable }),
+  // After the broker: agents get their secrets sessions from ctx.secrets.
+  (ctx) => remember(ctx, createSupervisor(ctx)),
+  // dispatch = "signal" jobs go to the supervisor of the same daemon.
+  (ctx) => createCron(ctx, { signal: (target, prompt) => supervisorOf(ctx).signal(target, prompt) }),
 ];
 
 export interface Daemon {

@@ -35,6 +35,8 @@ export const ERROR_CODES = {
   validation_rejected: { status: 422, title: 'Payload rejected by validation' },
   // secrets (tower)
   master_key_mismatch: { status: 500, title: 'Secret cannot be decrypted with the master key' },
+  // agent lifecycle (svcd supervisor)
+  agent_not_running: { status: 409, title: 'Agent is not running' },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
