@@ -15,6 +15,8 @@ const SEQ_LOCK_NS = 0x5e5d;
 const BATCH = 5000;
 /** Backstop for rows left by a replica that died between commit and numbering. */
 const POLL_MS = 1000;
+/** Pause between back-to-back passes while writes keep arriving (real time, not the clock). */
+const BUSY_GAP_MS = Number(process.env.SVC_SEQ_GAP_MS ?? 2);
 
 export interface Sequencer {
   start(): Promise<void>;
@@ -85,6 +87,9 @@ export function createSequencer(deps: {
             n = await pass();
             if (n > 0) deps.sequenced.emit();
           } while (n === BATCH && !stopped);
+          // Busy: let rows gather for a moment, so one pass (one commit, one fsync) numbers
+          // many. A lone write is numbered at once; under load this bounds passes per second.
+          if (again && !stopped) await new Promise((r) => setTimeout(r, BUSY_GAP_MS));
         } while (again && !stopped);
       } catch (e) {
         if (!stopped) log.error({ err: e }, 'sequencing failed; retrying on the next wake-up');

@@ -4,13 +4,15 @@
 import { type TObject, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
+import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { ListQuery } from '../../protocol/common.js';
 import { SvcError } from '../../protocol/errors.js';
+import type { NewEvent } from '../../protocol/events.js';
 import type { Scope } from '../../protocol/scopes.js';
 import { canSeeDomain } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
-import type { Tx } from '../store/tx.js';
+import type { InsertOne, Tx } from '../store/tx.js';
 import type { Db } from '../store/types.js';
 import { requireDomain, requireMission } from './access.js';
 import { decodeCursor, page } from './cursor.js';
@@ -109,34 +111,68 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
   }
 
   function event(tx: Tx, action: 'created' | 'updated' | 'deleted', record: Row & { id: string }): void {
+    tx.emit(eventOf(action, record));
+  }
+
+  function eventOf(action: 'created' | 'updated' | 'deleted', record: Row & { id: string }): NewEvent {
     const summary: Row = {};
     for (const k of spec.summary) summary[k] = record[k];
-    tx.emit({
+    return {
       type: 'matrix',
       domain_id: spec.parent === 'none' ? record.id : (record.domain_id as string),
       mission_id: spec.entity === 'mission' ? record.id : ((record.mission_id as string | undefined) ?? null),
       payload: { entity: spec.entity, action, id: record.id, ...summary },
-    });
+    };
+  }
+
+  /** Which parent row a new record needs (checked by the insert itself), or null. */
+  function gateOf(req: FastifyRequest): { parent: ParentIds; gate?: InsertOne['gate']; missing: string } {
+    const params = req.params as Record<string, string>;
+    if (spec.parent === 'none') return { parent: {}, missing: '' };
+    const domainId = params.domain_id ?? '';
+    if (!canSeeDomain(req.principal, domainId))
+      throw new SvcError('not_found', `domain ${domainId} not found`);
+    if (spec.parent === 'domain') {
+      return {
+        parent: { domain_id: domainId },
+        gate: { column: 'domain_id', table: 'domains' },
+        missing: `domain ${domainId} not found`,
+      };
+    }
+    const missionId = params.mission_id ?? '';
+    return {
+      parent: { domain_id: domainId, mission_id: missionId },
+      gate: { column: 'mission_id', table: 'missions', where: { domain_id: domainId } },
+      missing: `mission ${missionId} not found`,
+    };
   }
 
   app.post(spec.basePath, {
     config: { scope: spec.createScope },
     schema: { body: spec.schemas.create },
     handler: async (req, reply) => {
-      const parent = await parentOf(req);
-      const record = await ctx.write(async (tx) => {
-        const row: Row = {
-          id: newId(spec.idPrefix, tx.nowMs),
-          ...parent,
-          ...toColumns(spec, spec.schemas.create, req.body as Row, spec.defaults),
-          created_at: tx.now,
-          updated_at: tx.now,
-        };
-        await loose(tx.db).insertInto(spec.table).values(row).execute();
-        const rec = fromRow(spec, row);
-        event(tx, 'created', rec);
-        return rec;
+      // One statement on PostgreSQL, one grouped write on SQLite; the insert checks the
+      // parent itself (store/tx.ts insertOne), so creating a record is a single store access.
+      const { parent, gate, missing } = gateOf(req);
+      let record: Row = {};
+      const ok = await ctx.write.insertOne({
+        table: spec.table,
+        gate,
+        build: (nowMs) => {
+          const now = iso(nowMs);
+          const row: Row = {
+            id: newId(spec.idPrefix, nowMs),
+            ...parent,
+            ...toColumns(spec, spec.schemas.create, req.body as Row, spec.defaults),
+            created_at: now,
+            updated_at: now,
+          };
+          const rec = fromRow(spec, row);
+          record = rec;
+          return { row, event: eventOf('created', rec) };
+        },
       });
+      if (!ok) throw new SvcError('not_found', missing);
       return reply.code(201).send(record);
     },
   });

@@ -81,6 +81,23 @@ describe.each(STORES)('records on %s', (store) => {
     expect((await t.call('POST', `/domains/${b.id}/m/${m.body.id}/t`, { title: 'x' })).status).toBe(404);
   });
 
+  it('creating under a parent that does not exist is 404 and writes nothing', async () => {
+    const a = await domain('gate');
+    const count = async () =>
+      ((await t.call('GET', `/domains/${a.id}/m`)).body as { items: unknown[] }).items.length;
+    const before = await count();
+    const noDomain = await t.call('POST', '/domains/dom_nope/m', { name: 'm' });
+    expect(noDomain.status).toBe(404);
+    expect(noDomain.body.detail).toBe('domain dom_nope not found');
+    const noMission = await t.call('POST', `/domains/${a.id}/m/mis_nope/t`, { title: 'x' });
+    expect(noMission.status).toBe(404);
+    expect(noMission.body.detail).toBe('mission mis_nope not found');
+    expect(await count()).toBe(before);
+    const m = await t.call('POST', `/domains/${a.id}/m`, { name: 'ok' });
+    expect(m.status).toBe(201);
+    expect((await t.call('POST', `/domains/${a.id}/m/${m.body.id}/t`, { title: 'x' })).status).toBe(201);
+  });
+
   it('pages through a list with cursors, each item exactly once', async () => {
     const d = await domain('paging');
     const names: string[] = [];

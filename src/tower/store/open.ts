@@ -18,6 +18,8 @@ export interface Store {
   schema: string | null;
   /** Connection settings for a dedicated PostgreSQL client (LISTEN), or null on SQLite. */
   pgConfig: pg.ClientConfig | null;
+  /** The PostgreSQL pool behind `db`, for named (server-side prepared) hot statements. */
+  pgPool: pg.Pool | null;
   /** Human description without credentials, for logs and doctor. */
   describe: string;
   close(): Promise<void>;
@@ -61,6 +63,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
       dialect: 'postgres',
       schema,
       pgConfig: config,
+      pgPool: pool,
       describe: `postgres ${u.host}${u.pathname}${schema ? ` schema ${schema}` : ''}`,
       close: () => db.destroy(),
     };
@@ -77,6 +80,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
     dialect: 'sqlite',
     schema: null,
     pgConfig: null,
+    pgPool: null,
     describe: `sqlite ${file}`,
     close: () => db.destroy(),
   };

@@ -1,7 +1,17 @@
 // The tower's one way to change state: a transaction that also appends the feed events
 // describing the change, so a change and its event commit together or not at all.
-import type { Transaction } from 'kysely';
-import type { Clock } from '../../lib/clock.js';
+//
+// SQLite has one connection and one writer, and a commit (a WAL append) costs more than the
+// inserts of a typical request. So writes that arrive while a commit is under way are grouped:
+// each runs in its own savepoint inside one shared transaction (a failing write rolls back
+// only its savepoint and gets its error), the transaction commits once, and then every
+// write of the group resolves. No caller sees success before its change is committed.
+// PostgreSQL runs each write in its own transaction: concurrent commits already share
+// fsyncs there, and a pooled connection per write keeps writers independent.
+import { createHash } from 'node:crypto';
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type pg from 'pg';
+import { type Clock, iso } from '../../lib/clock.js';
 import type { NewEvent } from '../../protocol/events.js';
 import { appendEvents } from '../feed/event-log.js';
 import type { Store } from './open.js';
@@ -16,24 +26,182 @@ export interface Tx {
   emit(event: NewEvent): void;
 }
 
-export type Write = <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>;
+export interface Write {
+  <T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * Inserts one row and its feed event, the row only if its parent (`gate`) exists. On
+   * PostgreSQL this is a single statement (one round trip, no BEGIN/COMMIT); the hot path of
+   * record creation. Returns false when the parent does not exist (nothing written).
+   */
+  insertOne(req: InsertOne): Promise<boolean>;
+}
+
+export interface InsertOne {
+  table: string;
+  /** The column whose value must name an existing row of `table`, optionally also matching
+   * `where` (for example a mission's id that must belong to the path's domain). It must be
+   * NOT NULL in `table`. */
+  gate?: { column: string; table: string; where?: Record<string, string> };
+  /** The row and its event, stamped with the write's time. */
+  build(nowMs: number): { row: Record<string, unknown>; event: NewEvent };
+}
+
+/** Upper bound on writes sharing one SQLite commit (bounds the latency of the first). */
+export const MAX_GROUP = 256;
 
 /** `onEvents` runs after a transaction that appended events has committed. */
 export function createWrite(store: Store, clock: Clock, onEvents: () => void): Write {
-  return async (fn) => {
+  if (store.dialect === 'sqlite') {
+    const write = createGroupWrite(store, clock, onEvents);
+    return Object.assign(write, { insertOne: (req: InsertOne) => insertOneInTx(write, req) });
+  }
+  const write = async <T>(fn: (tx: Tx) => Promise<T>): Promise<T> => {
     const events: NewEvent[] = [];
     const nowMs = clock.now();
     const result = await store.db.transaction().execute(async (trx) => {
-      const r = await fn({
-        db: trx,
-        nowMs,
-        now: new Date(nowMs).toISOString(),
-        emit: (e) => events.push(e),
-      });
+      const r = await fn(txOf(trx, nowMs, events));
       await appendEvents(trx, nowMs, events);
       return r;
     });
     if (events.length > 0) onEvents();
     return result;
   };
+  const names = new Map<string, string>();
+  const insertOne = async (req: InsertOne): Promise<boolean> => {
+    const nowMs = clock.now();
+    const { row, event: e } = req.build(nowMs);
+    const cols = Object.keys(row);
+    const params: unknown[] = [];
+    const p = (v: unknown) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    const values = cols.map((c) => {
+      const v = p(row[c]);
+      if (req.gate?.column !== c) return v;
+      const conds = Object.entries(req.gate.where ?? {}).map(([k, w]) => ` and ${ident(k)} = ${p(w)}`);
+      return `(select id from ${ident(req.gate.table)} where id = ${v}${conds.join('')})`;
+    });
+    const eventValues = [iso(nowMs), e.type, e.domain_id ?? null, e.mission_id ?? null, e.agent_id ?? null]
+      .concat([e.status ?? null, JSON.stringify(e.payload)])
+      .map(p);
+    const text = `with r as (insert into ${ident(req.table)} (${cols.map(ident).join(', ')})
+      values (${values.join(', ')}) returning 1)
+      insert into events (ts, type, domain_id, mission_id, agent_id, status, payload)
+      select ${eventValues.join(', ')} from r`;
+    // A named statement is parsed and planned once per connection; the name is its text's.
+    let name = names.get(text);
+    if (!name) {
+      name = `ins1_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
+      names.set(text, name);
+    }
+    try {
+      await (store.pgPool as pg.Pool).query({ name, text, values: params });
+    } catch (err) {
+      // The gate's subquery found nothing: its NOT NULL column refused the NULL.
+      const pgErr = err as { code?: string; column?: string };
+      if (req.gate && pgErr.code === '23502' && pgErr.column === req.gate.column) return false;
+      throw err;
+    }
+    onEvents();
+    return true;
+  };
+  return Object.assign(write, { insertOne });
+}
+
+/** insertOne as an ordinary write: check the gate, insert, emit. */
+async function insertOneInTx(write: WriteFn, req: InsertOne): Promise<boolean> {
+  return write(async (tx) => {
+    const db = tx.db as unknown as Kysely<Record<string, Record<string, unknown>>>;
+    const { row, event } = req.build(tx.nowMs);
+    if (req.gate) {
+      let q = db
+        .selectFrom(req.gate.table)
+        .select('id')
+        .where('id', '=', row[req.gate.column] as string);
+      for (const [k, w] of Object.entries(req.gate.where ?? {})) q = q.where(k, '=', w);
+      if (!(await q.executeTakeFirst())) return false;
+    }
+    await db.insertInto(req.table).values(row).execute();
+    tx.emit(event);
+    return true;
+  });
+}
+
+/** Table and column names come from code, never from requests; quoted all the same. */
+function ident(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+type WriteFn = <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>;
+
+function txOf(trx: Transaction<Tables>, nowMs: number, events: NewEvent[]): Tx {
+  return { db: trx, nowMs, now: new Date(nowMs).toISOString(), emit: (e) => events.push(e) };
+}
+
+interface Job {
+  fn: (tx: Tx) => Promise<unknown>;
+  resolve(v: unknown): void;
+  reject(e: unknown): void;
+}
+
+function createGroupWrite(store: Store, clock: Clock, onEvents: () => void): WriteFn {
+  const queue: Job[] = [];
+  let draining = false;
+
+  async function runGroup(): Promise<void> {
+    const done: { job: Job; result: unknown }[] = [];
+    let anyEvents = false;
+    try {
+      await store.db.transaction().execute(async (trx) => {
+        let yielded = false;
+        while (done.length < MAX_GROUP) {
+          if (queue.length === 0) {
+            if (yielded) break;
+            yielded = true;
+            await new Promise<void>((r) => setImmediate(r));
+            continue;
+          }
+          const job = queue.shift() as Job;
+          const events: NewEvent[] = [];
+          const nowMs = clock.now();
+          await sql`savepoint w`.execute(trx);
+          let result: unknown;
+          try {
+            result = await job.fn(txOf(trx, nowMs, events));
+            await appendEvents(trx, nowMs, events);
+          } catch (e) {
+            // Undo this write only; if even that fails the transaction is gone: fail the group.
+            job.reject(e);
+            await sql`rollback to w`.execute(trx);
+            await sql`release w`.execute(trx);
+            continue;
+          }
+          await sql`release w`.execute(trx);
+          if (events.length > 0) anyEvents = true;
+          done.push({ job, result });
+        }
+      });
+    } catch (e) {
+      for (const d of done) d.job.reject(e);
+      return;
+    }
+    for (const d of done) d.job.resolve(d.result);
+    if (anyEvents) onEvents();
+  }
+
+  async function drain(): Promise<void> {
+    draining = true;
+    try {
+      while (queue.length > 0) await runGroup();
+    } finally {
+      draining = false;
+    }
+  }
+
+  return <T>(fn: (tx: Tx) => Promise<T>) =>
+    new Promise<T>((resolve, reject) => {
+      queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      if (!draining) void drain();
+    });
 }

@@ -1,0 +1,118 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTestSchema, type TestSchema } from '../../../test/support/pg.js';
+import { FakeClock, iso } from '../../lib/clock.js';
+import { migrate, openStore, type Store } from './open.js';
+import { createWrite } from './tx.js';
+
+describe('createWrite on SQLite (grouped commits)', () => {
+  let store: Store;
+  let dir: string;
+  afterEach(async () => {
+    await store?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function open() {
+    dir = mkdtempSync(join(tmpdir(), 'svc-tx-'));
+    store = await openStore({ dataDir: dir });
+    const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
+    await migrate(store, clock);
+    let commits = 0;
+    const write = createWrite(store, clock, () => commits++);
+    return { write, commits: () => commits };
+  }
+
+  const domain = (id: string, now: string) => ({
+    id,
+    name: id,
+    description: '',
+    created_at: now,
+    updated_at: now,
+  });
+
+  it('commits concurrent writes together; a failing write rolls back only itself', async () => {
+    const { write, commits } = await open();
+    const results = await Promise.allSettled(
+      ['d1', 'd2', 'bad', 'd3'].map((id) =>
+        write(async (tx) => {
+          await tx.db.insertInto('domains').values(domain(id, tx.now)).execute();
+          tx.emit({ type: 'matrix', domain_id: id, payload: { id } });
+          if (id === 'bad') throw new Error('refused');
+          return id;
+        }),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    const ids = (await store.db.selectFrom('domains').select('id').orderBy('id').execute()).map((r) => r.id);
+    expect(ids).toEqual(['d1', 'd2', 'd3']);
+    const events = await store.db.selectFrom('events').select(['id', 'domain_id']).orderBy('id').execute();
+    expect(events.map((e) => e.domain_id)).toEqual(['d1', 'd2', 'd3']);
+    // All four were queued before the group's transaction began: one commit for them all.
+    expect(commits()).toBe(1);
+  });
+
+  it('a write that fails on a constraint leaves earlier and later writes intact', async () => {
+    const { write } = await open();
+    await write(async (tx) => tx.db.insertInto('domains').values(domain('d1', tx.now)).execute());
+    const dup = write(async (tx) => tx.db.insertInto('domains').values(domain('d1', tx.now)).execute());
+    const next = write(async (tx) => tx.db.insertInto('domains').values(domain('d2', tx.now)).execute());
+    await expect(dup).rejects.toThrow(/UNIQUE/);
+    await next;
+    expect(await store.db.selectFrom('domains').select('id').orderBy('id').execute()).toEqual([
+      { id: 'd1' },
+      { id: 'd2' },
+    ]);
+  });
+});
+
+describe.each(['sqlite', 'postgres'] as const)('write.insertOne on %s', (dialect) => {
+  let store: Store;
+  let dir: string;
+  let pgSchema: TestSchema | null = null;
+  afterEach(async () => {
+    await store?.close();
+    await pgSchema?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('inserts the row and its event together, or nothing when the parent is missing', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'svc-tx-'));
+    if (dialect === 'postgres') pgSchema = await createTestSchema();
+    store = await openStore({ dataDir: dir, database: pgSchema?.url });
+    const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
+    await migrate(store, clock);
+    let kicks = 0;
+    const write = createWrite(store, clock, () => kicks++);
+    const now = iso(clock.now());
+    await write(async (tx) =>
+      tx.db
+        .insertInto('domains')
+        .values({ id: 'd1', name: 'd1', description: '', created_at: now, updated_at: now })
+        .execute(),
+    );
+    const mission = (id: string, domainId: string) => ({
+      table: 'missions',
+      gate: { column: 'domain_id', table: 'domains' },
+      build: (nowMs: number) => ({
+        row: {
+          id,
+          domain_id: domainId,
+          name: id,
+          description: '',
+          created_at: iso(nowMs),
+          updated_at: iso(nowMs),
+        },
+        event: { type: 'matrix' as const, domain_id: domainId, mission_id: id, payload: { id } },
+      }),
+    });
+    expect(await write.insertOne(mission('m1', 'd1'))).toBe(true);
+    expect(await write.insertOne(mission('m2', 'nope'))).toBe(false);
+    expect(await store.db.selectFrom('missions').select('id').execute()).toEqual([{ id: 'm1' }]);
+    const events = await store.db.selectFrom('events').select(['mission_id', 'ts', 'payload']).execute();
+    expect(events).toEqual([{ mission_id: 'm1', ts: now, payload: '{"id":"m1"}' }]);
+    expect(kicks).toBe(1);
+  });
+});
