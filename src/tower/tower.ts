@@ -13,6 +13,9 @@ import { authRoutes } from './auth/routes.js';
 import { SigningKeys } from './auth/signing-keys.js';
 import { bootstrapAdminToken } from './auth/tokens.js';
 import type { TowerConfig, TowerContext } from './context.js';
+import { FeedHub } from './feed/hub.js';
+import { startPruner } from './feed/retention.js';
+import { feedRoutes } from './feed/routes.js';
 import { createSequencer } from './feed/sequencer.js';
 import { buildApp, type TowerPlugin } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
@@ -33,6 +36,8 @@ export interface TowerOptions {
   /** Requests per window per principal; 0 disables. */
   rateLimit?: { limit: number; windowMs: number };
   eventRetentionMs?: number;
+  /** Per-message deflate on /events/ws for clients that ask (default off). */
+  wsCompression?: boolean;
   bodyLimitBytes?: number;
   /** Auth lookup cache, ms (bounds revocation delay). */
   authCacheMs?: number;
@@ -57,6 +62,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
   const log = opts.log;
   const store: Store = await openStore({ database: opts.database, dataDir: opts.dataDir });
   let stopSequencer = async () => {};
+  let stopFeed = async () => {};
   try {
     const applied = await migrate(store, clock);
     if (applied.length > 0) log.info({ applied, store: store.describe }, 'store migrated');
@@ -99,7 +105,20 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     const admin = await bootstrapAdminToken(write, store.dialect, adminFile);
     if (admin) log.info({ file: adminFile }, 'created the bootstrap admin token');
 
+    const hub = new FeedHub({
+      store,
+      clock,
+      log,
+      onLocalCommit: (listener) => eventsCommitted.on(listener),
+    });
+    await hub.start();
+    stopFeed = async () => {
+      stopPruning();
+      await hub.stop();
+    };
+    const stopPruning = startPruner({ store, clock, log, retentionMs: config.eventRetentionMs });
     const plugins: TowerPlugin[] = [
+      feedRoutes({ hub, wsCompression: opts.wsCompression ?? false }),
       authRoutes(),
       recordRoutes(),
       secretRoutes({
@@ -123,6 +142,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       stop() {
         stopping ??= (async () => {
           shutdown.abort();
+          await stopFeed();
           await app.close();
           await stopSequencer();
           await store.close();
@@ -131,6 +151,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       },
     };
   } catch (e) {
+    await stopFeed();
     await stopSequencer();
     await store.close();
     throw e;

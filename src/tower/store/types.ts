@@ -1,6 +1,7 @@
 // Row types of the tower's tables as Kysely sees them. Timestamps are ISO 8601 UTC text
 // (sortable as text on both stores); JSON columns are text and parsed at the repository edge.
 import type { Generated, Kysely } from 'kysely';
+import type { FeedTables } from '../feed/migrations.js';
 
 export interface DomainRow {
   id: string;
@@ -109,7 +110,7 @@ export interface MigrationRow {
   applied_at: string;
 }
 
-export interface Tables {
+export interface Tables extends FeedTables {
   domains: DomainRow;
   missions: MissionRow;
   board_tasks: BoardTaskRow;
