@@ -5,6 +5,7 @@ import { Command } from 'commander';
 import { registerAgentSupervise } from './commands/agent-supervise.js';
 import { registerCronCommands } from './commands/cron.js';
 import { registerDaemonCommands } from './commands/daemon.js';
+import { registerFeed } from './commands/feed.js';
 import { registerNodeCommands } from './commands/node.js';
 import { registerRecords } from './commands/records.js';
 import { registerSecret } from './commands/secret.js';
@@ -29,6 +30,7 @@ export function buildSvc(io: CliIO): Command {
   registerToken(program, deps);
   registerRecords(program, deps);
   registerSecret(program, deps);
+  registerFeed(program, deps);
 
   // Command groups several areas add to.
   const agent = program

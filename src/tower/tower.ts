@@ -13,6 +13,7 @@ import { authRoutes } from './auth/routes.js';
 import { SigningKeys } from './auth/signing-keys.js';
 import { bootstrapAdminToken } from './auth/tokens.js';
 import type { TowerConfig, TowerContext } from './context.js';
+import { approvalRoutes } from './feed/approvals.js';
 import { FeedHub } from './feed/hub.js';
 import { startPruner } from './feed/retention.js';
 import { feedRoutes } from './feed/routes.js';
@@ -20,7 +21,7 @@ import { createSequencer } from './feed/sequencer.js';
 import { buildApp, type TowerPlugin } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { recordRoutes } from './records/routes.js';
-import type { AgentLookup } from './secrets/agents.js';
+import { type AgentLookup, agentsTableLookup } from './secrets/agents.js';
 import { secretRoutes } from './secrets/routes.js';
 import { migrate, openStore, type Store } from './store/open.js';
 import { createWrite } from './store/tx.js';
@@ -119,6 +120,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     const stopPruning = startPruner({ store, clock, log, retentionMs: config.eventRetentionMs });
     const plugins: TowerPlugin[] = [
       feedRoutes({ hub, wsCompression: opts.wsCompression ?? false }),
+      approvalRoutes({ agents: opts.agentLookup ?? agentsTableLookup }),
       authRoutes(),
       recordRoutes(),
       secretRoutes({

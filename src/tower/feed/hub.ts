@@ -38,6 +38,13 @@ export interface ResetInfo {
 export interface SubscriberSink {
   /** Returns false when the consumer's buffer is over its limit: the hub then closes it. */
   deliver(event: FeedEvent): boolean;
+  /**
+   * Replay is paced by the consumer: when this says the buffer is past its soft limit, the
+   * hub waits for `drained()` before sending more (live delivery is not paced: a consumer that
+   * falls behind live is cut off at the hard limit and resumes by id).
+   */
+  busy?(): boolean;
+  drained?(): Promise<void>;
   reset(info: ResetInfo): void;
   /** Called once when the hub ends the subscription (overflow, shutdown, replay error). */
   closed(reason: 'overflow' | 'shutdown' | 'error'): void;
@@ -171,20 +178,20 @@ export class FeedHub {
       for (;;) {
         const page = await this.page(cursor, PAGE);
         for (const ev of page) {
-          if (!sub.open) return subscription;
-          if (!this.send(sub, ev)) return subscription;
+          if (!sub.open || !this.send(sub, ev)) return subscription;
+          if (sink.busy?.()) await sink.drained?.();
         }
         if (page.length < PAGE) break;
         cursor = BigInt(page[page.length - 1]?.id ?? cursor);
       }
-      // Switch to live: what queued meanwhile, minus what the replay already sent.
-      sub.replaying = false;
-      const queued = sub.queued;
-      sub.queued = [];
-      for (const ev of queued) {
-        if (!sub.open) break;
+      // Switch to live: what queued meanwhile, minus what the replay already sent. New live
+      // events keep queueing until the queue is empty, so order holds.
+      while (sub.open && sub.queued.length > 0) {
+        const ev = sub.queued.shift() as FeedEvent;
         if (BigInt(ev.id) > sub.lastSent && !this.send(sub, ev)) break;
+        if (sink.busy?.()) await sink.drained?.();
       }
+      sub.replaying = false;
     } catch (e) {
       this.log.warn({ err: e }, 'feed replay failed');
       this.end(sub, 'error');

@@ -17,6 +17,8 @@ export const KEEPALIVE_MS = 15_000;
 export const RECHECK_MS = 500;
 /** Bytes a consumer may leave unread before it is cut off (it resumes by id). */
 export const STREAM_BUFFER_LIMIT = 1024 * 1024;
+/** Replay waits for the consumer above this many unread bytes. */
+export const REPLAY_SOFT_LIMIT = 256 * 1024;
 
 const Ids = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100 });
 export const StreamQuery = Type.Object(
@@ -180,6 +182,17 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
             res.write(`id: ${ev.id}\ndata: ${withRateLimit(ctx, principal, ev)}\n\n`);
             return res.writableLength <= STREAM_BUFFER_LIMIT;
           },
+          busy: () => !closed && res.writableLength > REPLAY_SOFT_LIMIT,
+          drained: () =>
+            new Promise<void>((resolve) => {
+              const done = () => {
+                res.off('drain', done);
+                res.off('close', done);
+                resolve();
+              };
+              res.on('drain', done);
+              res.on('close', done);
+            }),
           reset(info: ResetInfo) {
             if (!closed) res.write(`event: reset\ndata: ${JSON.stringify(info)}\n\n`);
           },
@@ -215,6 +228,17 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         const principal = req.principal;
         let sub: Subscription | null = null;
         let closed = false;
+        // Replay waits here until the socket has written out enough (send callbacks).
+        let waiters: (() => void)[] = [];
+        const wakeWaiters = () => {
+          const w = waiters;
+          waiters = [];
+          for (const r of w) r();
+        };
+        const afterSend = () => {
+          if (waiters.length > 0 && (closed || socket.bufferedAmount <= REPLAY_SOFT_LIMIT / 2)) wakeWaiters();
+        };
+        socket.on('close', wakeWaiters);
         const finish = (code: number, why: string) => {
           if (closed) return;
           closed = true;
@@ -242,9 +266,14 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         sub = await hub.subscribe(principal, filterOf(q), after, {
           deliver(ev) {
             if (closed) return true;
-            socket.send(withRateLimit(ctx, principal, ev));
+            socket.send(withRateLimit(ctx, principal, ev), afterSend);
             return socket.bufferedAmount <= STREAM_BUFFER_LIMIT;
           },
+          busy: () => !closed && socket.bufferedAmount > REPLAY_SOFT_LIMIT,
+          drained: () =>
+            new Promise<void>((resolve) => {
+              waiters.push(resolve);
+            }),
           reset(info) {
             if (!closed) socket.send(JSON.stringify({ type: 'reset', ...info }));
           },
