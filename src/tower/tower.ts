@@ -20,6 +20,7 @@ import { feedRoutes } from './feed/routes.js';
 import { createSequencer } from './feed/sequencer.js';
 import { buildApp, type TowerPlugin } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
+import { meshArea } from './mesh/routes.js';
 import { recordRoutes } from './records/routes.js';
 import { type AgentLookup, agentsTableLookup } from './secrets/agents.js';
 import { secretRoutes } from './secrets/routes.js';
@@ -113,14 +114,18 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       onLocalCommit: (listener) => eventsCommitted.on(listener),
     });
     await hub.start();
+    const stopPruning = startPruner({ store, clock, log, retentionMs: config.eventRetentionMs });
+    const mesh = meshArea();
+    const stopSweeper = mesh.startSweeper(ctx);
     stopFeed = async () => {
+      stopSweeper();
       stopPruning();
       await hub.stop();
     };
-    const stopPruning = startPruner({ store, clock, log, retentionMs: config.eventRetentionMs });
     const plugins: TowerPlugin[] = [
       feedRoutes({ hub, wsCompression: opts.wsCompression ?? false }),
       approvalRoutes({ agents: opts.agentLookup ?? agentsTableLookup }),
+      mesh.plugin,
       authRoutes(),
       recordRoutes(),
       secretRoutes({

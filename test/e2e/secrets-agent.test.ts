@@ -29,9 +29,9 @@ import { makeTempDir } from '../support/tmp.js';
 import { captureFeed, type FeedCapture, HAS_FEED } from './feed-capture.js';
 
 const SRC = resolve(import.meta.dirname, '../../src');
-// TODO(secrets): drop this guard once the lifecycle (supervisor) and mesh (agents) areas are on main.
+// Needs the supervisor (svcd) and agent enrolment (tower mesh area).
 const HAS_AGENTS =
-  existsSync(join(SRC, 'daemon/supervisor/supervisor.ts')) && existsSync(join(SRC, 'tower/agents/routes.ts'));
+  existsSync(join(SRC, 'daemon/supervisor/supervisor.ts')) && existsSync(join(SRC, 'tower/mesh/routes.ts'));
 
 const VALUE = 'agent-e2e-secret-value-5b7d9f1a3c';
 const OTHER = 'agent-e2e-other-value-2e4a6c8e0f';
