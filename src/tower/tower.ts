@@ -21,6 +21,8 @@ import { createSequencer } from './feed/sequencer.js';
 import { buildApp, type TowerPlugin } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { meshArea } from './mesh/routes.js';
+import { ControlHub, controlRoutes } from './nodes/control-hub.js';
+import { nodesForTask } from './nodes/task-ready.js';
 import { recordRoutes } from './records/routes.js';
 import { type AgentLookup, agentsTableLookup } from './secrets/agents.js';
 import { secretRoutes } from './secrets/routes.js';
@@ -91,7 +93,9 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       cacheMs: opts.authCacheMs,
     });
     const shutdown = new AbortController();
+    const nodes = new ControlHub();
     const ctx: TowerContext = {
+      nodes,
       clock,
       log,
       store,
@@ -115,7 +119,37 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     });
     await hub.start();
     const stopPruning = startPruner({ store, clock, log, retentionMs: config.eventRetentionMs });
-    const mesh = meshArea();
+    const mesh = meshArea({
+      onClaimable: (task) => {
+        nodesForTask(store.db, task).then(
+          (ids) => {
+            for (const id of ids) {
+              nodes.send(id, {
+                type: 'task_ready',
+                task_id: task.id,
+                mission_id: task.mission_id,
+                domain_id: task.domain_id,
+              });
+            }
+          },
+          (e) => log.warn({ err: e, task: task.id }, 'cannot send task_ready'),
+        );
+      },
+      onCancelled: (task) => {
+        if (!task.claimed_by) return;
+        store.db
+          .selectFrom('agents')
+          .select('node_id')
+          .where('id', '=', task.claimed_by)
+          .executeTakeFirst()
+          .then(
+            (a) => {
+              if (a) nodes.send(a.node_id, { type: 'task_cancelled', task_id: task.id });
+            },
+            (e) => log.warn({ err: e, task: task.id }, 'cannot send task_cancelled'),
+          );
+      },
+    });
     const stopSweeper = mesh.startSweeper(ctx);
     stopFeed = async () => {
       stopSweeper();
@@ -126,7 +160,8 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       feedRoutes({ hub, wsCompression: opts.wsCompression ?? false }),
       approvalRoutes({ agents: opts.agentLookup ?? agentsTableLookup }),
       mesh.plugin,
-      authRoutes(),
+      controlRoutes(nodes),
+      authRoutes((id) => nodes.isOnline(id)),
       recordRoutes(),
       secretRoutes({
         ...(opts.masterKey !== undefined ? { masterKey: opts.masterKey } : {}),
@@ -149,6 +184,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       stop() {
         stopping ??= (async () => {
           shutdown.abort();
+          nodes.closeAll();
           await stopFeed();
           await app.close();
           await stopSequencer();
