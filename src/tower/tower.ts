@@ -2,6 +2,7 @@
 // admin token, builds the HTTP app with every area's plugin, and owns start/stop. One
 // instance per process; start() and stop() are idempotent.
 import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
@@ -169,6 +170,15 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       }),
     ];
     const app = await buildApp(ctx, { plugins, ...(opts.tls ? { https: opts.tls } : {}) });
+    // Upgraded sockets (WebSockets, and upgrades refused with 401/403) are not tracked by the
+    // HTTP server: a refused one whose client left stays half-open and would hold close()
+    // forever. End them when the peer does, and destroy what is left at shutdown.
+    const upgraded = new Set<Duplex>();
+    app.server.on('upgrade', (_req, socket: Duplex) => {
+      upgraded.add(socket);
+      socket.once('end', () => socket.destroy());
+      socket.once('close', () => upgraded.delete(socket));
+    });
 
     let stopping: Promise<void> | null = null;
     return {
@@ -186,6 +196,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
           shutdown.abort();
           nodes.closeAll();
           await stopFeed();
+          for (const sock of upgraded) sock.destroy();
           await app.close();
           await stopSequencer();
           await store.close();
