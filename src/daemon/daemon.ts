@@ -14,6 +14,7 @@ import { createSecretsBroker, SessionRegistry } from './secrets/index.js';
 import { openStateStore } from './state/store.js';
 import { createSupervisor, type Supervisor } from './supervisor/supervisor.js';
 import { createTowerApi } from './tower-client/api.js';
+import { createControlChannel } from './tower-client/control.js';
 import { createOutbox } from './tower-client/outbox.js';
 
 export interface DaemonOptions {
@@ -69,6 +70,13 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const mgmt = new MgmtServer(log.child({ component: 'mgmt' }));
   const tower = createTowerApi(opts.backendUrl, opts.identity.jwt);
   const outbox = createOutbox({ state, tower, clock, log });
+  const control = createControlChannel({
+    backendUrl: opts.backendUrl,
+    jwt: opts.identity.jwt,
+    version: opts.version,
+    clock,
+    log,
+  });
   const shutdown = new AbortController();
   const ctx: DaemonContext = {
     clock,
@@ -78,12 +86,13 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     env: opts.env,
     state,
     tower,
+    control,
     events: outbox,
     mgmt,
     secrets: new SessionRegistry(paths.secretsSock),
     shutdown: shutdown.signal,
   };
-  const components: Component[] = [outbox, ...COMPONENTS.map((make) => make(ctx, opts))];
+  const components: Component[] = [outbox, control, ...COMPONENTS.map((make) => make(ctx, opts))];
   const startedAt = clock.now();
 
   mgmt.register('daemon.status', async () => ({
@@ -94,6 +103,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     backend_url: opts.backendUrl,
     started_at: new Date(startedAt).toISOString(),
     uptime_seconds: Math.floor((clock.now() - startedAt) / 1000),
+    tower: { url: opts.backendUrl, connected: control.connected },
     components: Object.fromEntries(components.map((c) => [c.name, c.status?.() ?? {}])),
   }));
 

@@ -2,6 +2,7 @@
 // admin token, builds the HTTP app with every area's plugin, and owns start/stop. One
 // instance per process; start() and stop() are idempotent.
 import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
@@ -21,6 +22,8 @@ import { createSequencer } from './feed/sequencer.js';
 import { buildApp, type TowerPlugin } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { meshArea } from './mesh/routes.js';
+import { ControlHub, controlRoutes } from './nodes/control-hub.js';
+import { nodesForTask } from './nodes/task-ready.js';
 import { recordRoutes } from './records/routes.js';
 import { type AgentLookup, agentsTableLookup } from './secrets/agents.js';
 import { secretRoutes } from './secrets/routes.js';
@@ -91,7 +94,9 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       cacheMs: opts.authCacheMs,
     });
     const shutdown = new AbortController();
+    const nodes = new ControlHub();
     const ctx: TowerContext = {
+      nodes,
       clock,
       log,
       store,
@@ -115,7 +120,37 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     });
     await hub.start();
     const stopPruning = startPruner({ store, clock, log, retentionMs: config.eventRetentionMs });
-    const mesh = meshArea();
+    const mesh = meshArea({
+      onClaimable: (task) => {
+        nodesForTask(store.db, task).then(
+          (ids) => {
+            for (const id of ids) {
+              nodes.send(id, {
+                type: 'task_ready',
+                task_id: task.id,
+                mission_id: task.mission_id,
+                domain_id: task.domain_id,
+              });
+            }
+          },
+          (e) => log.warn({ err: e, task: task.id }, 'cannot send task_ready'),
+        );
+      },
+      onCancelled: (task) => {
+        if (!task.claimed_by) return;
+        store.db
+          .selectFrom('agents')
+          .select('node_id')
+          .where('id', '=', task.claimed_by)
+          .executeTakeFirst()
+          .then(
+            (a) => {
+              if (a) nodes.send(a.node_id, { type: 'task_cancelled', task_id: task.id });
+            },
+            (e) => log.warn({ err: e, task: task.id }, 'cannot send task_cancelled'),
+          );
+      },
+    });
     const stopSweeper = mesh.startSweeper(ctx);
     stopFeed = async () => {
       stopSweeper();
@@ -126,7 +161,8 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       feedRoutes({ hub, wsCompression: opts.wsCompression ?? false }),
       approvalRoutes({ agents: opts.agentLookup ?? agentsTableLookup }),
       mesh.plugin,
-      authRoutes(),
+      controlRoutes(nodes),
+      authRoutes((id) => nodes.isOnline(id)),
       recordRoutes(),
       secretRoutes({
         ...(opts.masterKey !== undefined ? { masterKey: opts.masterKey } : {}),
@@ -134,6 +170,15 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       }),
     ];
     const app = await buildApp(ctx, { plugins, ...(opts.tls ? { https: opts.tls } : {}) });
+    // Upgraded sockets (WebSockets, and upgrades refused with 401/403) are not tracked by the
+    // HTTP server: a refused one whose client left stays half-open and would hold close()
+    // forever. End them when the peer does, and destroy what is left at shutdown.
+    const upgraded = new Set<Duplex>();
+    app.server.on('upgrade', (_req, socket: Duplex) => {
+      upgraded.add(socket);
+      socket.once('end', () => socket.destroy());
+      socket.once('close', () => upgraded.delete(socket));
+    });
 
     let stopping: Promise<void> | null = null;
     return {
@@ -149,7 +194,9 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       stop() {
         stopping ??= (async () => {
           shutdown.abort();
+          nodes.closeAll();
           await stopFeed();
+          for (const sock of upgraded) sock.destroy();
           await app.close();
           await stopSequencer();
           await store.close();

@@ -145,6 +145,17 @@ describe('an agent started by svcd reads its secrets', () => {
     tmp.remove();
   });
 
+  it('keeps a control channel to the tower (daemon status, node online)', async () => {
+    await waitFor('the control channel', async () => {
+      const st = JSON.parse(await svc(['--json', 'daemon', 'status'])) as { tower: { connected: boolean } };
+      return st.tower.connected;
+    });
+    const admin = readFileSync(join(home, 'tower', 'admin.token'), 'utf8').trim();
+    const res = await fetch(`${tower.url}/nodes`, { headers: { authorization: `Bearer ${admin}` } });
+    const nodes = (await res.json()) as { items: { online: boolean }[] };
+    expect(nodes.items.some((n) => n.online)).toBe(true);
+  });
+
   it('reads a granted secret through svcd get-secret and through a raw socket client', () => {
     expect(readFileSync(join(out, 'cli.sha'), 'utf8').trim()).toBe(sha(VALUE));
     expect(readFileSync(join(out, 'raw.sha'), 'utf8')).toBe(sha(VALUE));
