@@ -31,7 +31,9 @@ export function formatEvent(e: FeedEvent): string {
         : e.type === 'inbox'
           ? `to ${e.agent_id ?? '?'}: ${String(p.text ?? '')}`
           : [p.kind, p.text].filter((x) => x !== undefined).join(': ');
-  return `#${e.id} ${e.ts} ${e.type.padEnd(8)} ${where || '-'}${e.status ? ` [${e.status}]` : ''} ${what}`.trimEnd();
+  // One line per event: newlines inside texts are shown as \n.
+  const line = `#${e.id} ${e.ts} ${e.type.padEnd(8)} ${where || '-'}${e.status ? ` [${e.status}]` : ''} ${what}`;
+  return line.trimEnd().replace(/\r?\n/g, '\\n');
 }
 
 /** Reads one SSE response; calls onEvent per data event. Returns when the stream ends. */
