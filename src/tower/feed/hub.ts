@@ -20,6 +20,13 @@ const PAGE = 500;
 const POLL_MS = 1000;
 /** Live events a replaying subscriber may queue before it is cut off (it resumes by id). */
 const MAX_QUEUED = 10_000;
+/**
+ * Least time between two reads of the log (real time, like the sequencer's busy gap). A lone
+ * event is read at once; under a stream of commits, reads are spaced so each page carries
+ * several events and every stream gets one write per page instead of one per commit: with
+ * thousands of streams the per-write cost, not the bytes, is what limits fan-out.
+ */
+const MIN_READ_GAP_MS = 10;
 
 export interface FeedFilter {
   domainIds?: string[];
@@ -79,6 +86,7 @@ export class FeedHub {
   private head = 0n;
   private running: Promise<void> | null = null;
   private again = false;
+  private lastReadAt = 0;
   private stopped = false;
   private poll: TimerHandle | null = null;
   private listener: pg.Client | null = null;
@@ -129,6 +137,9 @@ export class FeedHub {
       try {
         do {
           this.again = false;
+          const wait = this.lastReadAt + MIN_READ_GAP_MS - performance.now();
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          this.lastReadAt = performance.now();
           await this.readNew();
         } while (this.again && !this.stopped);
       } catch (e) {

@@ -1,5 +1,6 @@
 // The feed over HTTP: GET /events/stream (SSE), GET /events/ws (WebSocket, one JSON event per
 // text frame) and POST /nodes/events (events published by nodes, idempotent by key).
+import { setMaxListeners } from 'node:events';
 import websocket from '@fastify/websocket';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -127,14 +128,38 @@ function tokenFromQuery(req: FastifyRequest): string | undefined {
   return t ? `Bearer ${t}` : undefined;
 }
 
-function withRateLimit(ctx: TowerContext, principal: Principal, ev: FeedEvent): string {
+/**
+ * The hub hands every subscriber the same event object: it is serialized once, and each
+ * subscriber's own `rate_limit` block is spliced in before the closing brace (fan-out to
+ * thousands of streams would otherwise stringify every event thousands of times).
+ */
+const serialized = new WeakMap<FeedEvent, string>();
+
+/** The principal's rate_limit block as JSON, or null when limits are off. */
+function rateLimitJson(ctx: TowerContext, principal: Principal): string | null {
   const block = ctx.rateLimiter.block(principal.id, ctx.clock.now());
-  return JSON.stringify(block ? { ...ev, rate_limit: block } : ev);
+  return block ? JSON.stringify(block) : null;
+}
+
+/** The event as JSON with `block` (rateLimitJson) as its rate_limit field. */
+function eventJson(ev: FeedEvent, block: string | null): string {
+  let json = serialized.get(ev);
+  if (json === undefined) {
+    json = JSON.stringify(ev);
+    serialized.set(ev, json);
+  }
+  return block ? `${json.slice(0, -1)},"rate_limit":${block}}` : json;
+}
+
+function withRateLimit(ctx: TowerContext, principal: Principal, ev: FeedEvent): string {
+  return eventJson(ev, rateLimitJson(ctx, principal));
 }
 
 export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
   const { hub } = opts;
   return async (app: FastifyInstance, ctx: TowerContext) => {
+    // Every open stream listens for shutdown: thousands of listeners are expected, not a leak.
+    setMaxListeners(0, ctx.shutdown);
     await app.register(websocket, {
       options: { perMessageDeflate: opts.wsCompression ?? false, maxPayload: 64 * 1024 },
     });
@@ -157,8 +182,19 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         res.write('retry: 1000\n\n');
         let sub: Subscription | null = null;
         let closed = false;
+        // The hub delivers a page of events to every stream in one synchronous pass: the
+        // stream collects that pass into one string and writes it once (one syscall per page,
+        // not per event), with its rate_limit block computed once per page.
+        let pending = '';
+        let block: string | null = null;
+        const flush = () => {
+          if (!closed && pending && !res.destroyed) res.write(pending);
+          pending = '';
+          block = null;
+        };
         const finish = (comment: string | null) => {
           if (closed) return;
+          flush();
           closed = true;
           unwatch();
           sub?.close();
@@ -179,10 +215,18 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         sub = await hub.subscribe(principal, filterOf(q), after, {
           deliver(ev) {
             if (closed) return true;
-            res.write(`id: ${ev.id}\ndata: ${withRateLimit(ctx, principal, ev)}\n\n`);
-            return res.writableLength <= STREAM_BUFFER_LIMIT;
+            if (!pending) {
+              process.nextTick(flush);
+              block = rateLimitJson(ctx, principal);
+            }
+            pending += `id: ${ev.id}\ndata: ${eventJson(ev, block)}\n\n`;
+            return res.writableLength + pending.length <= STREAM_BUFFER_LIMIT;
           },
-          busy: () => !closed && res.writableLength > REPLAY_SOFT_LIMIT,
+          busy: () => {
+            // What the pass collected must be in the response before its length says anything.
+            flush();
+            return !closed && res.writableLength > REPLAY_SOFT_LIMIT;
+          },
           drained: () =>
             new Promise<void>((resolve) => {
               const done = () => {
