@@ -12,6 +12,7 @@ import { registerSecret } from './commands/secret.js';
 import { registerToken } from './commands/token.js';
 import { registerTower } from './commands/tower.js';
 import { registerUp } from './commands/up.js';
+import { registerWorker } from './commands/worker.js';
 import { makeDeps } from './deps.js';
 import type { CliIO } from './io.js';
 import { processIO, runProgram } from './run.js';
@@ -43,6 +44,7 @@ export function buildSvc(io: CliIO): Command {
   registerCronCommands(agent, deps);
   const daemon = program.command('daemon').description('the local node daemon (svcd)');
   registerDaemonCommands(daemon, deps);
+  registerWorker(program, daemon, deps);
 
   exitOverrideAll(program);
   return program;
