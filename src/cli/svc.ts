@@ -11,6 +11,7 @@ import { registerRecords } from './commands/records.js';
 import { registerSecret } from './commands/secret.js';
 import { registerToken } from './commands/token.js';
 import { registerTower } from './commands/tower.js';
+import { registerUp } from './commands/up.js';
 import { makeDeps } from './deps.js';
 import type { CliIO } from './io.js';
 import { processIO, runProgram } from './run.js';
@@ -31,6 +32,7 @@ export function buildSvc(io: CliIO): Command {
   registerRecords(program, deps);
   registerSecret(program, deps);
   registerFeed(program, deps);
+  registerUp(program, deps);
 
   // Command groups several areas add to.
   const agent = program
