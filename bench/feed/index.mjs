@@ -5,19 +5,46 @@
 // on socket.io it is an emit to the server, which broadcasts with io.emit.
 import { fork, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { io } from 'socket.io-client';
-import { machine, ROOT, today, writeSection } from '../lib/report.mjs';
+import { machine, median, ROOT, today, writeSection } from '../lib/report.mjs';
 
 const SIZES = (process.env.BENCH_FEED_SUBS ?? '1000,5000').split(',').map(Number);
-const RATES = (process.env.BENCH_FEED_RATES ?? '50,200,400').split(',').map(Number);
+/**
+ * The ramp, as deliveries per second the subscribers ask of the server (publish rate x
+ * subscribers): 1 000 subscribers get 50, 200 and 400 events/s; 5 000 get 10, 40 and 80.
+ * BENCH_FEED_RATES sets publish rates directly instead.
+ */
+const LOAD = (process.env.BENCH_FEED_LOAD ?? '50000,200000,400000').split(',').map(Number);
+const ratesFor = (n) =>
+  process.env.BENCH_FEED_RATES
+    ? process.env.BENCH_FEED_RATES.split(',').map(Number)
+    : LOAD.map((l) => Math.max(1, Math.round(l / n)));
+/** Peers alternate within each round, so load from elsewhere on the machine hits both alike. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_DURATION ?? 5);
 const PEERS = (process.env.BENCH_FEED_PEERS ?? 'svc,socket.io').split(',');
 const HERE = join(ROOT, 'bench/feed');
 const PAD = 'p'.repeat(48);
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The same envelope the tower sends, so both peers move messages of one size. */
+function envelope(payload, id) {
+  return {
+    id: String(id),
+    ts: new Date().toISOString(),
+    type: 'progress',
+    domain_id: null,
+    mission_id: null,
+    agent_id: 'bench',
+    status: null,
+    payload: { ...payload, node_id: 'nod_01KAR8M0Q2Z6X9V3J5T7W1Y4B6' },
+    rate_limit: { limit: 10000000, remaining: 9999999, reset_at: new Date().toISOString() },
+  };
+}
+const MESSAGE_BYTES = JSON.stringify(envelope({ seq: 1234, t: now(), pad: PAD }, 123456)).length;
 
 function rssKiB(pid) {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -124,21 +151,10 @@ async function peer(name) {
     url: srv.url,
     token: '',
     pid: srv.child.pid,
-    // The same envelope the tower sends, so both peers move messages of one size.
     publish(batch) {
       pub.emit(
         'publish',
-        batch.map((payload) => ({
-          id: String(++id),
-          ts: new Date().toISOString(),
-          type: 'progress',
-          domain_id: null,
-          mission_id: null,
-          agent_id: 'bench',
-          status: null,
-          payload: { ...payload, node_id: 'nod_01KAR8M0Q2Z6X9V3J5T7W1Y4B6' },
-          rate_limit: { limit: 10000000, remaining: 9999999, reset_at: new Date().toISOString() },
-        })),
+        batch.map((payload) => envelope(payload, ++id)),
       );
     },
     async settle() {
@@ -193,7 +209,7 @@ async function measure(name, n) {
   await sleep(3000);
   const rssIdle = rssKiB(p.pid);
   const rows = [];
-  for (const rate of RATES) {
+  for (const rate of ratesFor(n)) {
     await c.ask('reset');
     const { sent, start } = await publishAt(p, rate);
     const failed = await p.settle();
@@ -235,8 +251,45 @@ async function measure(name, n) {
   return { rows, mem };
 }
 
+const load = [os.loadavg()[0]];
+const runs = [];
+for (let round = 0; round < ROUNDS; round++) {
+  for (const n of SIZES) for (const name of PEERS) runs.push(await measure(name, n));
+}
+load.push(os.loadavg()[0]);
+
+/** Median of each figure over the rounds, per peer and size (and rate). */
 const results = [];
-for (const n of SIZES) for (const name of PEERS) results.push(await measure(name, n));
+for (const n of SIZES) {
+  for (const name of PEERS) {
+    const mine = runs.filter((r) => r.mem.peer === name && r.mem.n === n);
+    const med = (xs) => median(xs.filter(Number.isFinite));
+    const rows = ratesFor(n).map((rate) => {
+      const at = mine.map((r) => r.rows.find((x) => x.rate === rate));
+      return {
+        peer: name,
+        n,
+        rate,
+        sent: med(at.map((x) => x.sent)),
+        failed: at.reduce((a, x) => a + x.failed, 0),
+        delivered: med(at.map((x) => x.delivered)),
+        expected: med(at.map((x) => x.expected)),
+        perSec: Math.round(med(at.map((x) => x.perSec))),
+        p50: med(at.map((x) => x.p50)),
+        p99: med(at.map((x) => x.p99)),
+      };
+    });
+    const mem = {
+      peer: name,
+      n,
+      rssBefore: med(mine.map((r) => r.mem.rssBefore)),
+      rssIdle: med(mine.map((r) => r.mem.rssIdle)),
+      perSubKiB: med(mine.map((r) => r.mem.perSubKiB)),
+      connectS: med(mine.map((r) => r.mem.connectS)),
+    };
+    results.push({ rows, mem });
+  }
+}
 
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
 const table = [
@@ -264,8 +317,10 @@ writeSection(
 \`npm run bench -- feed\` on ${machine()}. One tower process (SQLite, rate limits on so every
 event carries its \`rate_limit\` block), subscribers in a second process on the same machine
 (plain \`node:http\` SSE readers for svc, \`socket.io-client\` for socket.io), each rate held for
-${SECONDS} s. socket.io 4 as BENCHMARKING.md recommends: websocket transport only,
-\`perMessageDeflate: false\`, \`io.emit\` per event. Both move the same envelope (~300 bytes of
+${SECONDS} s; figures are medians of ${ROUNDS} rounds, the peers alternating within each
+round. The machine is shared: the 1-minute load average was ${load.map((l) => l.toFixed(1)).join(' at the start, ')} at the
+end, so absolute figures move between runs; compare the peers within one run. socket.io 4 as BENCHMARKING.md recommends: websocket transport only,
+\`perMessageDeflate: false\`, \`io.emit\` per event. Both move the same envelope (${MESSAGE_BYTES} bytes of
 JSON per event). Publish on svc is \`POST /nodes/events\` (a committed write through the event
 log, then the hub's fan-out); on socket.io an emit to the server. Latency is publisher
 timestamp → subscriber receive, sampled on 100 subscribers; delivered events/s counts every

@@ -21,12 +21,19 @@ const POLL_MS = 1000;
 /** Live events a replaying subscriber may queue before it is cut off (it resumes by id). */
 const MAX_QUEUED = 10_000;
 /**
- * Least time between two reads of the log (real time, like the sequencer's busy gap). A lone
- * event is read at once; under a stream of commits, reads are spaced so each page carries
- * several events and every stream gets one write per page instead of one per commit: with
- * thousands of streams the per-write cost, not the bytes, is what limits fan-out.
+ * Spacing of reads of the log (real time, like the sequencer's busy gap). A lone event is
+ * read at once; under a stream of commits, reads are spaced so each page carries several
+ * events and every stream gets one write per page instead of one per commit: with thousands
+ * of streams the per-write cost, not the bytes, is what limits fan-out. The gap is at least
+ * MIN and twice what the last pass cost (read, fan-out and the streams' writes), so fan-out
+ * takes at most about half the CPU however many streams there are; MAX bounds the latency
+ * this adds when the machine is simply overloaded.
  */
-const MIN_READ_GAP_MS = 10;
+export const READ_GAP = { MIN_MS: 10, MAX_MS: 250, PASS_FACTOR: 2 };
+
+export function readGapMs(lastPassMs: number): number {
+  return Math.min(READ_GAP.MAX_MS, Math.max(READ_GAP.MIN_MS, lastPassMs * READ_GAP.PASS_FACTOR));
+}
 
 export interface FeedFilter {
   domainIds?: string[];
@@ -87,6 +94,7 @@ export class FeedHub {
   private running: Promise<void> | null = null;
   private again = false;
   private lastReadAt = 0;
+  private lastPassMs = 0;
   private stopped = false;
   private poll: TimerHandle | null = null;
   private listener: pg.Client | null = null;
@@ -137,10 +145,17 @@ export class FeedHub {
       try {
         do {
           this.again = false;
-          const wait = this.lastReadAt + MIN_READ_GAP_MS - performance.now();
+          const wait = this.lastReadAt + readGapMs(this.lastPassMs) - performance.now();
           if (wait > 0) await new Promise((r) => setTimeout(r, wait));
           this.lastReadAt = performance.now();
-          await this.readNew();
+          const delivered = await this.readNew();
+          if (delivered > 0) {
+            // Streams write what a pass gave them on the next tick: count that in.
+            await new Promise((r) => setImmediate(r));
+            this.lastPassMs = performance.now() - this.lastReadAt;
+          } else {
+            this.lastPassMs = 0;
+          }
         } while (this.again && !this.stopped);
       } catch (e) {
         if (!this.stopped)
@@ -238,10 +253,13 @@ export class FeedHub {
     return false;
   }
 
-  private async readNew(): Promise<void> {
+  /** Reads and fans out every event after the head; returns how many there were. */
+  private async readNew(): Promise<number> {
+    let n = 0;
     for (;;) {
       const page = await this.page(this.head, PAGE);
-      if (page.length === 0) return;
+      n += page.length;
+      if (page.length === 0) return n;
       for (const ev of page) {
         this.head = BigInt(ev.id);
         for (const sub of this.subs) {
@@ -254,7 +272,7 @@ export class FeedHub {
           }
         }
       }
-      if (page.length < PAGE) return;
+      if (page.length < PAGE) return n;
     }
   }
 

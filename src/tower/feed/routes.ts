@@ -220,7 +220,11 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
               block = rateLimitJson(ctx, principal);
             }
             pending += `id: ${ev.id}\ndata: ${eventJson(ev, block)}\n\n`;
-            return res.writableLength + pending.length <= STREAM_BUFFER_LIMIT;
+            // Only what earlier passes left unsent counts: a reading consumer's socket takes
+            // each pass at once, so a burst larger than the limit does not cut it off, while
+            // one that stopped reading passes the limit within a pass or two (memory stays
+            // bounded by the limit plus one pass).
+            return res.writableLength <= STREAM_BUFFER_LIMIT;
           },
           busy: () => {
             // What the pass collected must be in the response before its length says anything.
