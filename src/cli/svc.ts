@@ -6,6 +6,7 @@ import { registerAgentSupervise } from './commands/agent-supervise.js';
 import { registerCronCommands } from './commands/cron.js';
 import { registerDaemonCommands } from './commands/daemon.js';
 import { registerFeed } from './commands/feed.js';
+import { registerMeshCommands } from './commands/mesh.js';
 import { registerNodeCommands } from './commands/node.js';
 import { registerRecords } from './commands/records.js';
 import { registerSecret } from './commands/secret.js';
@@ -42,6 +43,7 @@ export function buildSvc(io: CliIO): Command {
   registerNodeCommands(agent, deps);
   registerAgentSupervise(agent, deps);
   registerCronCommands(agent, deps);
+  registerMeshCommands(program, agent, deps);
   const daemon = program.command('daemon').description('the local node daemon (svcd)');
   registerDaemonCommands(daemon, deps);
   registerWorker(program, daemon, deps);
