@@ -1,4 +1,4 @@
-// svc task / svc node list / svc agent list against a real tower: submit, list, get, cancel,
+// svc task / svc agent node list / svc agent list against a real tower: submit, list, get, cancel,
 // retry refused outside failed, and the node and agent tables.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run, SVC_BIN, startTowerProc, stopAll, type TowerProc } from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';
 
-describe('svc task, node list, agent list', () => {
+describe('svc task, agent node list, agent list', () => {
   let tower: TowerProc;
   let tmp: ReturnType<typeof makeTempDir>;
   let env: NodeJS.ProcessEnv;
@@ -82,7 +82,7 @@ describe('svc task, node list, agent list', () => {
 
     const table = await svc(['task', 'list', '--mission', missionId]);
     expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/^ID\s+STATE\s+POLICY/);
+    expect(table.stdout).toMatch(/^ID\s+STATE\s+PRIO\s+POLICY/);
     expect(table.stdout).toContain('build it');
     expect(table.stdout).toContain('for coder');
 
@@ -92,7 +92,7 @@ describe('svc task, node list, agent list', () => {
     expect(retried.stderr).toContain('only a failed task can be retried [illegal_transition]');
     const cancelled = await svc(['task', 'cancel', t.id]);
     expect(cancelled.code).toBe(0);
-    expect(cancelled.stdout).toBe(`${t.id}: cancelled (attempt 1)\n`);
+    expect(cancelled.stdout).toMatch(/^state:\s+cancelled$/m);
     const onlyCancelled = await json<{ items: { id: string }[] }>([
       'task',
       'list',
@@ -122,10 +122,13 @@ describe('svc task, node list, agent list', () => {
     expect(noAgent.stderr).toContain('--assign');
     const state = await svc(['task', 'list', '--mission', missionId, '--state', 'done']);
     expect(state.code).toBe(2);
+    const prio = await svc(['task', 'submit', 'x', '--mission', missionId, '--priority', 'high']);
+    expect(prio.code).toBe(2);
+    expect(prio.stderr).toContain('--priority must be an integer, got "high"');
   });
 
   it('lists nodes with their connection and agents with their status', async () => {
-    const nodes = await svc(['node', 'list']);
+    const nodes = await svc(['agent', 'node', 'list']);
     expect(nodes.code).toBe(0);
     expect(nodes.stdout).toMatch(new RegExp(`${nodeId}\\s+box1\\s+no`));
     const agents = await json<{ items: { id: string; status: string; capabilities: string[] }[] }>([
@@ -136,6 +139,6 @@ describe('svc task, node list, agent list', () => {
     ]);
     expect(agents.items).toEqual([expect.objectContaining({ id: agentId, capabilities: ['gpu'] })]);
     const human = await svc(['agent', 'list', '--domain', domainId]);
-    expect(human.stdout).toMatch(new RegExp(`${agentId}\\s+coder\\s+beta_cli\\s+\\S+\\s+${nodeId}`));
+    expect(human.stdout).toMatch(new RegExp(`${agentId}\\s+\\S+\\s+beta_cli\\s+${nodeId}`));
   });
 });

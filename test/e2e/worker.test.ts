@@ -85,10 +85,9 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
       });
       ids.push(t.id);
     }
-    const bad = await api<Task>('POST', `/work/missions/${missionId}/tasks`, {
-      title: 'fail: no way',
-      max_attempts: 1,
-    });
+    const bad = JSON.parse(
+      await svc(['--json', 'task', 'submit', 'fail: no way', '--mission', missionId, '--max-attempts', '1']),
+    ) as Task;
     await waitFor(
       'every task to end',
       async () => {
@@ -111,6 +110,14 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
     expect(status.loops[0]).toMatchObject({ completed: 6, failed: 1 });
     const progress = await svc(['--json', 'feed', '--since', '0', '--type', 'progress', '--limit', '1']);
     expect(progress).toContain('"task_id"');
+    const listed = JSON.parse(
+      await svc(['--json', 'task', 'list', '--mission', missionId, '--state', 'completed']),
+    ) as {
+      items: Task[];
+    };
+    expect(listed.items.map((t) => t.id).sort()).toEqual([...ids].sort());
+    expect(await svc(['agent', 'list', '--domain', domainId])).toContain(started.agent_id);
+    expect(await svc(['agent', 'node', 'list'])).toMatch(/worker-node\s+yes/);
     expect(await svc(['worker', 'stop'])).toMatch(/stopped 1/);
   });
 });
