@@ -6,6 +6,7 @@ import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import type { NodeIdentity } from '../protocol/nodes.js';
+import { createAttachGateway } from './attach/gateway.js';
 import type { Component, DaemonContext } from './context.js';
 import { createCron } from './cron/cron.js';
 import { MgmtServer } from './mgmt/server.js';
@@ -51,6 +52,8 @@ const COMPONENTS: ComponentFactory[] = [
   (ctx) => remember(ctx, createSupervisor(ctx)),
   // dispatch = "signal" jobs go to the supervisor of the same daemon.
   (ctx) => createCron(ctx, { signal: (target, prompt) => supervisorOf(ctx).signal(target, prompt) }),
+  // svcd.sock and tower attach streams, over the supervisor's PTY agents.
+  (ctx) => createAttachGateway(ctx, supervisorOf(ctx)),
 ];
 
 export interface Daemon {
