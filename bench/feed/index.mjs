@@ -5,19 +5,46 @@
 // on socket.io it is an emit to the server, which broadcasts with io.emit.
 import { fork, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { io } from 'socket.io-client';
-import { machine, ROOT, today, writeSection } from '../lib/report.mjs';
+import { machine, median, ROOT, today, writeSection } from '../lib/report.mjs';
 
 const SIZES = (process.env.BENCH_FEED_SUBS ?? '1000,5000').split(',').map(Number);
-const RATES = (process.env.BENCH_FEED_RATES ?? '50,200,400').split(',').map(Number);
+/**
+ * The ramp, as deliveries per second the subscribers ask of the server (publish rate x
+ * subscribers): 1 000 subscribers get 50, 200 and 400 events/s; 5 000 get 10, 40 and 80.
+ * BENCH_FEED_RATES sets publish rates directly instead.
+ */
+const LOAD = (process.env.BENCH_FEED_LOAD ?? '50000,200000,400000').split(',').map(Number);
+const ratesFor = (n) =>
+  process.env.BENCH_FEED_RATES
+    ? process.env.BENCH_FEED_RATES.split(',').map(Number)
+    : LOAD.map((l) => Math.max(1, Math.round(l / n)));
+/** Peers alternate within each round, so load from elsewhere on the machine hits both alike. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_DURATION ?? 5);
 const PEERS = (process.env.BENCH_FEED_PEERS ?? 'svc,socket.io').split(',');
 const HERE = join(ROOT, 'bench/feed');
 const PAD = 'p'.repeat(48);
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The same envelope the tower sends, so both peers move messages of one size. */
+function envelope(payload, id) {
+  return {
+    id: String(id),
+    ts: new Date().toISOString(),
+    type: 'progress',
+    domain_id: null,
+    mission_id: null,
+    agent_id: 'bench',
+    status: null,
+    payload: { ...payload, node_id: 'nod_01KAR8M0Q2Z6X9V3J5T7W1Y4B6' },
+    rate_limit: { limit: 10000000, remaining: 9999999, reset_at: new Date().toISOString() },
+  };
+}
+const MESSAGE_BYTES = JSON.stringify(envelope({ seq: 1234, t: now(), pad: PAD }, 123456)).length;
 
 function rssKiB(pid) {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -124,21 +151,10 @@ async function peer(name) {
     url: srv.url,
     token: '',
     pid: srv.child.pid,
-    // The same envelope the tower sends, so both peers move messages of one size.
     publish(batch) {
       pub.emit(
         'publish',
-        batch.map((payload) => ({
-          id: String(++id),
-          ts: new Date().toISOString(),
-          type: 'progress',
-          domain_id: null,
-          mission_id: null,
-          agent_id: 'bench',
-          status: null,
-          payload: { ...payload, node_id: 'nod_01KAR8M0Q2Z6X9V3J5T7W1Y4B6' },
-          rate_limit: { limit: 10000000, remaining: 9999999, reset_at: new Date().toISOString() },
-        })),
+        batch.map((payload) => envelope(payload, ++id)),
       );
     },
     async settle() {
@@ -193,7 +209,7 @@ async function measure(name, n) {
   await sleep(3000);
   const rssIdle = rssKiB(p.pid);
   const rows = [];
-  for (const rate of RATES) {
+  for (const rate of ratesFor(n)) {
     await c.ask('reset');
     const { sent, start } = await publishAt(p, rate);
     const failed = await p.settle();
@@ -235,8 +251,72 @@ async function measure(name, n) {
   return { rows, mem };
 }
 
+/**
+ * BENCH_FEED_FROM_LOG=FILE re-renders the section from the JSON lines an earlier run printed
+ * (each measurement: its rate rows, then its memory line) instead of measuring again.
+ */
+function runsFromLog(file) {
+  const out = [];
+  let rows = [];
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (!line.startsWith('{"peer"')) continue;
+    const x = JSON.parse(line);
+    if ('rssIdle' in x) {
+      out.push({ rows, mem: x });
+      rows = [];
+    } else rows.push(x);
+  }
+  return out;
+}
+
+let load = [os.loadavg()[0]];
+const runs = [];
+if (process.env.BENCH_FEED_FROM_LOG) {
+  runs.push(...runsFromLog(process.env.BENCH_FEED_FROM_LOG));
+  const line = readFileSync(process.env.BENCH_FEED_FROM_LOG, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('{"load"'));
+  load = line ? JSON.parse(line).load : [Number.NaN, Number.NaN];
+} else {
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const n of SIZES) for (const name of PEERS) runs.push(await measure(name, n));
+  }
+  load.push(os.loadavg()[0]);
+  console.log(JSON.stringify({ load }));
+}
+
+/** Median of each figure over the rounds, per peer and size (and rate). */
 const results = [];
-for (const n of SIZES) for (const name of PEERS) results.push(await measure(name, n));
+for (const n of SIZES) {
+  for (const name of PEERS) {
+    const mine = runs.filter((r) => r.mem.peer === name && r.mem.n === n);
+    const med = (xs) => median(xs.filter(Number.isFinite));
+    const rows = ratesFor(n).map((rate) => {
+      const at = mine.map((r) => r.rows.find((x) => x.rate === rate));
+      return {
+        peer: name,
+        n,
+        rate,
+        sent: med(at.map((x) => x.sent)),
+        failed: at.reduce((a, x) => a + x.failed, 0),
+        delivered: med(at.map((x) => x.delivered)),
+        expected: med(at.map((x) => x.expected)),
+        perSec: Math.round(med(at.map((x) => x.perSec))),
+        p50: med(at.map((x) => x.p50)),
+        p99: med(at.map((x) => x.p99)),
+      };
+    });
+    const mem = {
+      peer: name,
+      n,
+      rssBefore: med(mine.map((r) => r.mem.rssBefore)),
+      rssIdle: med(mine.map((r) => r.mem.rssIdle)),
+      perSubKiB: med(mine.map((r) => r.mem.perSubKiB)),
+      connectS: med(mine.map((r) => r.mem.connectS)),
+    };
+    results.push({ rows, mem });
+  }
+}
 
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
 const table = [
@@ -257,6 +337,35 @@ const memTable = [
       `| ${m.peer} | ${m.n} | ${m.connectS.toFixed(1)} | ${(m.rssBefore / 1024).toFixed(1)} | ${(m.rssIdle / 1024).toFixed(1)} | ${m.perSubKiB.toFixed(1)} |`,
   ),
 ];
+// The issue's targets, checked against this run.
+const row = (peer, n, rate) =>
+  results.flatMap((r) => r.rows).find((x) => x.peer === peer && x.n === n && x.rate === rate);
+const mem = (peer, n) => results.find((r) => r.mem.peer === peer && r.mem.n === n)?.mem;
+const targets = [];
+const at200 = row('svc', 1000, 200);
+if (at200) {
+  targets.push(
+    `- p99 under 50 ms at 1 000 subscribers x 200 events/s: ${at200.p99 < 50 ? 'met' : 'not met'} (${fmt(at200.p99)} ms; socket.io ${fmt(row('socket.io', 1000, 200)?.p99)} ms).`,
+  );
+}
+const idle = SIZES.map((n) => mem('svc', n)).filter(Boolean);
+if (idle.length) {
+  targets.push(
+    `- under 20 KiB RSS per idle subscriber: ${idle.every((m) => m.perSubKiB < 20) ? 'met' : 'not met'} (${idle.map((m) => `${m.perSubKiB.toFixed(1)} KiB at ${m.n}`).join(', ')}).`,
+  );
+}
+const pairs = results
+  .flatMap((r) => r.rows)
+  .filter((x) => x.peer === 'svc')
+  .map((x) => [x, row('socket.io', x.n, x.rate)])
+  .filter(([, y]) => y);
+if (pairs.length) {
+  const worse = pairs.filter(([x, y]) => x.perSec < y.perSec);
+  targets.push(
+    `- delivered throughput at least socket.io's: ${worse.length === 0 ? 'met' : `met in ${pairs.length - worse.length} of ${pairs.length} rows`} (svc / socket.io: ${pairs.map(([x, y]) => `${(x.perSec / y.perSec).toFixed(2)}`).join(', ')}, in table order).`,
+  );
+}
+
 writeSection(
   'feed',
   `## feed (${today()})
@@ -264,8 +373,10 @@ writeSection(
 \`npm run bench -- feed\` on ${machine()}. One tower process (SQLite, rate limits on so every
 event carries its \`rate_limit\` block), subscribers in a second process on the same machine
 (plain \`node:http\` SSE readers for svc, \`socket.io-client\` for socket.io), each rate held for
-${SECONDS} s. socket.io 4 as BENCHMARKING.md recommends: websocket transport only,
-\`perMessageDeflate: false\`, \`io.emit\` per event. Both move the same envelope (~300 bytes of
+${SECONDS} s; figures are medians of ${ROUNDS} rounds, the peers alternating within each
+round. The machine is shared: the 1-minute load average was ${load.map((l) => l.toFixed(1)).join(' at the start, ')} at the
+end, so absolute figures move between runs; compare the peers within one run. socket.io 4 as BENCHMARKING.md recommends: websocket transport only,
+\`perMessageDeflate: false\`, \`io.emit\` per event. Both move the same envelope (${MESSAGE_BYTES} bytes of
 JSON per event). Publish on svc is \`POST /nodes/events\` (a committed write through the event
 log, then the hub's fan-out); on socket.io an emit to the server. Latency is publisher
 timestamp → subscriber receive, sampled on 100 subscribers; delivered events/s counts every
@@ -275,5 +386,14 @@ subscriber is (RSS with all connected and idle − RSS before) / subscribers, fr
 ${table.join('\n')}
 
 ${memTable.join('\n')}
+
+Targets (issue 4), this run:
+
+${targets.join('\n')}
+
+Both peers fall behind once the subscribers' process and the servers share what the other
+processes on this machine leave of its 2 cores: latency then measures the backlog, not the
+server. svc spends its CPU on one write per stream per read of the log, so it moves more
+events per second than socket.io (one write per event per socket) as the load grows.
 `,
 );

@@ -10,9 +10,11 @@ import { registerFeed } from './commands/feed.js';
 import { registerNodeCommands } from './commands/node.js';
 import { registerRecords } from './commands/records.js';
 import { registerSecret } from './commands/secret.js';
+import { registerTasks } from './commands/task.js';
 import { registerToken } from './commands/token.js';
 import { registerTower } from './commands/tower.js';
 import { registerUp } from './commands/up.js';
+import { registerWorker } from './commands/worker.js';
 import { makeDeps } from './deps.js';
 import type { CliIO } from './io.js';
 import { processIO, runProgram } from './run.js';
@@ -43,8 +45,10 @@ export function buildSvc(io: CliIO): Command {
   registerNodeCommands(agent, deps);
   registerAgentSupervise(agent, deps);
   registerCronCommands(agent, deps);
+  registerTasks(program, agent, deps);
   const daemon = program.command('daemon').description('the local node daemon (svcd)');
   registerDaemonCommands(daemon, deps);
+  registerWorker(program, daemon, deps);
 
   exitOverrideAll(program);
   return program;

@@ -17,6 +17,7 @@ import { createSupervisor, type Supervisor } from './supervisor/supervisor.js';
 import { createTowerApi } from './tower-client/api.js';
 import { createControlChannel } from './tower-client/control.js';
 import { createOutbox } from './tower-client/outbox.js';
+import { createWorker } from './worker/worker.js';
 
 export interface DaemonOptions {
   home: string;
@@ -52,6 +53,8 @@ const COMPONENTS: ComponentFactory[] = [
   (ctx) => remember(ctx, createSupervisor(ctx)),
   // dispatch = "signal" jobs go to the supervisor of the same daemon.
   (ctx) => createCron(ctx, { signal: (target, prompt) => supervisorOf(ctx).signal(target, prompt) }),
+  // Task subagents run through the supervisor's runtime runner (same templates and secrets).
+  (ctx) => createWorker(ctx, () => supervisorOf(ctx).runtimes),
   // svcd.sock and tower attach streams, over the supervisor's PTY agents.
   (ctx) => createAttachGateway(ctx, supervisorOf(ctx)),
 ];

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../support/poll.js';
 import {
+  isolatedEnv,
   run,
   SVC_BIN,
   SVCD_BIN,
@@ -18,18 +19,7 @@ import { makeTempDir } from '../support/tmp.js';
 describe('ACP progress on the tower feed', () => {
   const tmp = makeTempDir('svc-e2e-progress-');
   const home = join(tmp.dir, 'home');
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (
-      k.startsWith('SVC_') ||
-      k.startsWith('XDG_') ||
-      k === 'DBUS_SESSION_BUS_ADDRESS' ||
-      k.startsWith('TMUX')
-    )
-      continue;
-    env[k] = v;
-  }
-  Object.assign(env, { HOME: join(tmp.dir, 'user'), SVC_HOME: home, SVC_NODE_FILE: join(home, 'node.json') });
+  const env = isolatedEnv(tmp.dir);
   let tower: TowerProc;
   let cli: NodeJS.ProcessEnv;
 

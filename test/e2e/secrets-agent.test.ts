@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerReply } from '../../src/protocol/secrets-socket.js';
 import { waitFor } from '../support/poll.js';
 import {
+  isolatedEnv,
   type Proc,
   run,
   SVC_BIN,
@@ -71,18 +72,7 @@ describe('an agent started by svcd reads its secrets', () => {
   const tmp = makeTempDir('svc-e2e-sa-');
   const home = join(tmp.dir, 'home');
   const out = join(tmp.dir, 'out');
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (
-      k.startsWith('SVC_') ||
-      k.startsWith('XDG_') ||
-      k === 'DBUS_SESSION_BUS_ADDRESS' ||
-      k.startsWith('TMUX')
-    )
-      continue;
-    env[k] = v;
-  }
-  Object.assign(env, { HOME: join(tmp.dir, 'user'), SVC_HOME: home, SVC_NODE_FILE: join(home, 'node.json') });
+  const env = isolatedEnv(tmp.dir);
   let tower: TowerProc;
   let svcd: Proc;
   let agentId: string;

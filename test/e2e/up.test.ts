@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { run, SVC_BIN } from '../support/procs.js';
+import { isolatedEnv, run, SVC_BIN } from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';
 
 interface UpState {
@@ -23,18 +23,7 @@ const alive = (pid: number | undefined) => {
 
 describe('svc up / svc down', () => {
   const tmp = makeTempDir('svc-e2e-up-');
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (
-      k.startsWith('SVC_') ||
-      k.startsWith('XDG_') ||
-      k === 'DBUS_SESSION_BUS_ADDRESS' ||
-      k.startsWith('TMUX')
-    )
-      continue;
-    env[k] = v;
-  }
-  Object.assign(env, { HOME: join(tmp.dir, 'user'), SVC_HOME: join(tmp.dir, 'home') });
+  const env = isolatedEnv(tmp.dir);
   const svc = (...args: string[]) => run(SVC_BIN, args, env);
   const state = () => JSON.parse(readFileSync(join(tmp.dir, 'home', 'up.json'), 'utf8')) as UpState;
 

@@ -190,7 +190,7 @@ describe('attach over svcd.sock', () => {
 describe('attach through the tower', () => {
   async function fakeTower(
     c: TestDaemonContext,
-  ): Promise<{ streams: Map<string, WebSocket>; server: Server }> {
+  ): Promise<{ streams: Map<string, WebSocket>; firstText: Map<string, unknown>; server: Server }> {
     const server = createServer();
     const wss = new WebSocketServer({ server });
     const streams = new Map<string, WebSocket>();

@@ -16,6 +16,7 @@ import { SvcError } from '../../protocol/errors.js';
 import { canSeeDomain } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
+import { listableDomains } from '../records/access.js';
 import { decodeCursor, page } from '../records/cursor.js';
 import type { AgentLookup } from '../secrets/agents.js';
 import type { Tx } from '../store/tx.js';
@@ -95,13 +96,9 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
           .limit(limit + 1);
         if (after !== null) sel = sel.where('id', '>', after);
         if (q.status) sel = sel.where('status', '=', q.status);
-        if (q.domain_id !== undefined) {
-          if (!canSeeDomain(req.principal, q.domain_id)) return { items: [], next_cursor: null };
-          sel = sel.where('domain_id', '=', q.domain_id);
-        } else if (req.principal.domains !== null) {
-          if (req.principal.domains.length === 0) return { items: [], next_cursor: null };
-          sel = sel.where('domain_id', 'in', req.principal.domains);
-        }
+        const domains = listableDomains(req.principal, q.domain_id);
+        if (domains?.length === 0) return { items: [], next_cursor: null };
+        if (domains) sel = sel.where('domain_id', 'in', domains);
         return page((await sel.execute()).map(approvalOf), limit);
       },
     });
@@ -216,13 +213,9 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
           .limit(limit + 1);
         if (after !== null) sel = sel.where('id', '>', after);
         if (q.agent_id !== undefined) sel = sel.where('agent_id', '=', q.agent_id);
-        if (q.domain_id !== undefined) {
-          if (!canSeeDomain(req.principal, q.domain_id)) return { items: [], next_cursor: null };
-          sel = sel.where('domain_id', '=', q.domain_id);
-        } else if (req.principal.domains !== null) {
-          if (req.principal.domains.length === 0) return { items: [], next_cursor: null };
-          sel = sel.where('domain_id', 'in', req.principal.domains);
-        }
+        const domains = listableDomains(req.principal, q.domain_id);
+        if (domains?.length === 0) return { items: [], next_cursor: null };
+        if (domains) sel = sel.where('domain_id', 'in', domains);
         return page(await sel.execute(), limit);
       },
     });

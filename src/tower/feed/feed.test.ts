@@ -125,6 +125,23 @@ describe.each(STORES)('feed on %s', (store) => {
     });
   });
 
+  it('closes a stream when its token expires, and only that one', async () => {
+    const short = (await t.call('POST', '/tokens', { name: 'ttl', scopes: ['feed:read'], ttl_seconds: 5 }))
+      .body as { token: string };
+    const expiring = openStream(`${base}/events/stream`, short.token);
+    const lasting = openStream(`${base}/events/stream`, t.adminToken);
+    await waitFor('both streams to open', () => expiring.status() === 200 && lasting.status() === 200);
+    await clock.advance(4000);
+    expect(expiring.ended()).toBe(false);
+    // The token's last valid instant passes; the next re-check (every 500 ms) closes it.
+    await waitFor('the expired stream to close', async () => {
+      await clock.advance(500);
+      return expiring.ended();
+    });
+    expect(lasting.ended()).toBe(false);
+    await lasting.close();
+  });
+
   it('refuses a malformed last event id and a missing token', async () => {
     const bad = await fetch(`${base}/events/stream?last_event_id=abc`, {
       headers: { authorization: `Bearer ${t.adminToken}` },

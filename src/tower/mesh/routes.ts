@@ -16,6 +16,7 @@ import {
 import { canSeeDomain, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
+import { listableDomains } from '../records/access.js';
 import { decodeCursor, page } from '../records/cursor.js';
 import { mcpRoutes } from './mcp.js';
 import type { AgentRow } from './migrations.js';
@@ -121,13 +122,9 @@ export function meshArea(hooks: MeshHooks = {}): MeshArea {
           .limit(limit + 1);
         if (after !== null) sel = sel.where('id', '>', after);
         if (q.node_id) sel = sel.where('node_id', '=', q.node_id);
-        if (q.domain_id) {
-          if (!canSeeDomain(req.principal, q.domain_id)) return { items: [], next_cursor: null };
-          sel = sel.where('domain_id', '=', q.domain_id);
-        } else if (req.principal.domains !== null) {
-          if (req.principal.domains.length === 0) return { items: [], next_cursor: null };
-          sel = sel.where('domain_id', 'in', req.principal.domains);
-        }
+        const domains = listableDomains(req.principal, q.domain_id);
+        if (domains?.length === 0) return { items: [], next_cursor: null };
+        if (domains) sel = sel.where('domain_id', 'in', domains);
         return page((await sel.execute()).map(agentOf), limit);
       },
     });
