@@ -3,13 +3,18 @@
 // mgmt.sock; this file only assembles them.
 import { Command } from 'commander';
 import { registerAgentSupervise } from './commands/agent-supervise.js';
+import { registerAttach } from './commands/attach.js';
 import { registerCronCommands } from './commands/cron.js';
 import { registerDaemonCommands } from './commands/daemon.js';
+import { registerFeed } from './commands/feed.js';
 import { registerNodeCommands } from './commands/node.js';
 import { registerRecords } from './commands/records.js';
 import { registerSecret } from './commands/secret.js';
+import { registerTasks } from './commands/task.js';
 import { registerToken } from './commands/token.js';
 import { registerTower } from './commands/tower.js';
+import { registerUp } from './commands/up.js';
+import { registerWorker } from './commands/worker.js';
 import { makeDeps } from './deps.js';
 import type { CliIO } from './io.js';
 import { processIO, runProgram } from './run.js';
@@ -29,6 +34,9 @@ export function buildSvc(io: CliIO): Command {
   registerToken(program, deps);
   registerRecords(program, deps);
   registerSecret(program, deps);
+  registerAttach(program, deps);
+  registerFeed(program, deps);
+  registerUp(program, deps);
 
   // Command groups several areas add to.
   const agent = program
@@ -37,8 +45,10 @@ export function buildSvc(io: CliIO): Command {
   registerNodeCommands(agent, deps);
   registerAgentSupervise(agent, deps);
   registerCronCommands(agent, deps);
+  registerTasks(program, agent, deps);
   const daemon = program.command('daemon').description('the local node daemon (svcd)');
   registerDaemonCommands(daemon, deps);
+  registerWorker(program, daemon, deps);
 
   exitOverrideAll(program);
   return program;

@@ -1,12 +1,14 @@
 // What every svcd component receives from the composition root (daemon.ts). Components
 // take this context, register their mgmt.sock methods, and return start()/stop().
 // Nothing here reads process.env or the wall clock directly.
+
 import type { TSchema } from '@sinclair/typebox';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import type { NewEvent } from '../protocol/events.js';
 import type { NodeIdentity } from '../protocol/nodes.js';
+import type { ControlChannel } from './tower-client/control.js';
 
 export interface DaemonPaths {
   /** $SVC_HOME */
@@ -102,6 +104,8 @@ export interface DaemonContext {
   env: NodeJS.ProcessEnv;
   state: StateStore;
   tower: TowerApi;
+  /** The control channel to the tower: task_ready, task_cancelled, attach.open arrive here. */
+  control: ControlChannel;
   events: EventOutbox;
   mgmt: MethodRegistry;
   /** Secrets-broker sessions: components that start agents mint one per run. */

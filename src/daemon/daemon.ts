@@ -6,6 +6,7 @@ import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import type { NodeIdentity } from '../protocol/nodes.js';
+import { createAttachGateway } from './attach/gateway.js';
 import type { Component, DaemonContext } from './context.js';
 import { createCron } from './cron/cron.js';
 import { MgmtServer } from './mgmt/server.js';
@@ -14,7 +15,9 @@ import { createSecretsBroker, SessionRegistry } from './secrets/index.js';
 import { openStateStore } from './state/store.js';
 import { createSupervisor, type Supervisor } from './supervisor/supervisor.js';
 import { createTowerApi } from './tower-client/api.js';
+import { createControlChannel } from './tower-client/control.js';
 import { createOutbox } from './tower-client/outbox.js';
+import { createWorker } from './worker/worker.js';
 
 export interface DaemonOptions {
   home: string;
@@ -50,6 +53,10 @@ const COMPONENTS: ComponentFactory[] = [
   (ctx) => remember(ctx, createSupervisor(ctx)),
   // dispatch = "signal" jobs go to the supervisor of the same daemon.
   (ctx) => createCron(ctx, { signal: (target, prompt) => supervisorOf(ctx).signal(target, prompt) }),
+  // Task subagents run through the supervisor's runtime runner (same templates and secrets).
+  (ctx) => createWorker(ctx, () => supervisorOf(ctx).runtimes),
+  // svcd.sock and tower attach streams, over the supervisor's PTY agents.
+  (ctx) => createAttachGateway(ctx, supervisorOf(ctx)),
 ];
 
 export interface Daemon {
@@ -69,6 +76,13 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const mgmt = new MgmtServer(log.child({ component: 'mgmt' }));
   const tower = createTowerApi(opts.backendUrl, opts.identity.jwt);
   const outbox = createOutbox({ state, tower, clock, log });
+  const control = createControlChannel({
+    backendUrl: opts.backendUrl,
+    jwt: opts.identity.jwt,
+    version: opts.version,
+    clock,
+    log,
+  });
   const shutdown = new AbortController();
   const ctx: DaemonContext = {
     clock,
@@ -78,12 +92,13 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     env: opts.env,
     state,
     tower,
+    control,
     events: outbox,
     mgmt,
     secrets: new SessionRegistry(paths.secretsSock),
     shutdown: shutdown.signal,
   };
-  const components: Component[] = [outbox, ...COMPONENTS.map((make) => make(ctx, opts))];
+  const components: Component[] = [outbox, control, ...COMPONENTS.map((make) => make(ctx, opts))];
   const startedAt = clock.now();
 
   mgmt.register('daemon.status', async () => ({
@@ -94,6 +109,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     backend_url: opts.backendUrl,
     started_at: new Date(startedAt).toISOString(),
     uptime_seconds: Math.floor((clock.now() - startedAt) / 1000),
+    tower: { url: opts.backendUrl, connected: control.connected },
     components: Object.fromEntries(components.map((c) => [c.name, c.status?.() ?? {}])),
   }));
 

@@ -24,3 +24,6 @@ export interface List<T> {
 }
 
 export const Empty = Type.Object({}, { additionalProperties: false });
+
+/** Route params naming one record: `{ [name]: Id }`. */
+export const IdParam = (name: string) => Type.Object({ [name]: Id }, { additionalProperties: false });

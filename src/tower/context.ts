@@ -6,6 +6,7 @@ import type { Signal } from '../lib/signal.js';
 import type { Authenticator } from './auth/authenticate.js';
 import type { SigningKeys } from './auth/signing-keys.js';
 import type { RateLimiter } from './http/rate-limit.js';
+import type { ControlHub } from './nodes/control-hub.js';
 import type { Store } from './store/open.js';
 import type { Write } from './store/tx.js';
 
@@ -31,6 +32,8 @@ export interface TowerContext {
   auth: Authenticator;
   keys: SigningKeys;
   rateLimiter: RateLimiter;
+  /** Node control channels connected to this replica: send messages, presence, attach secrets. */
+  nodes: ControlHub;
   /** Aborted when the tower begins shutting down: long-lived streams end on it. */
   shutdown: AbortSignal;
 }

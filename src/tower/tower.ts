@@ -2,6 +2,7 @@
 // admin token, builds the HTTP app with every area's plugin, and owns start/stop. One
 // instance per process; start() and stop() are idempotent.
 import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
@@ -13,11 +14,18 @@ import { authRoutes } from './auth/routes.js';
 import { SigningKeys } from './auth/signing-keys.js';
 import { bootstrapAdminToken } from './auth/tokens.js';
 import type { TowerConfig, TowerContext } from './context.js';
+import { approvalRoutes } from './feed/approvals.js';
+import { FeedHub } from './feed/hub.js';
+import { startPruner } from './feed/retention.js';
+import { feedRoutes } from './feed/routes.js';
 import { createSequencer } from './feed/sequencer.js';
 import { buildApp, type TowerPlugin } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
+import { meshArea } from './mesh/routes.js';
+import { ControlHub, controlRoutes } from './nodes/control-hub.js';
+import { nodesForTask } from './nodes/task-ready.js';
 import { recordRoutes } from './records/routes.js';
-import type { AgentLookup } from './secrets/agents.js';
+import { type AgentLookup, agentsTableLookup } from './secrets/agents.js';
 import { secretRoutes } from './secrets/routes.js';
 import { migrate, openStore, type Store } from './store/open.js';
 import { createWrite } from './store/tx.js';
@@ -33,6 +41,8 @@ export interface TowerOptions {
   /** Requests per window per principal; 0 disables. */
   rateLimit?: { limit: number; windowMs: number };
   eventRetentionMs?: number;
+  /** Per-message deflate on /events/ws for clients that ask (default off). */
+  wsCompression?: boolean;
   bodyLimitBytes?: number;
   /** Auth lookup cache, ms (bounds revocation delay). */
   authCacheMs?: number;
@@ -57,6 +67,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
   const log = opts.log;
   const store: Store = await openStore({ database: opts.database, dataDir: opts.dataDir });
   let stopSequencer = async () => {};
+  let stopFeed = async () => {};
   try {
     const applied = await migrate(store, clock);
     if (applied.length > 0) log.info({ applied, store: store.describe }, 'store migrated');
@@ -83,7 +94,9 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       cacheMs: opts.authCacheMs,
     });
     const shutdown = new AbortController();
+    const nodes = new ControlHub();
     const ctx: TowerContext = {
+      nodes,
       clock,
       log,
       store,
@@ -99,8 +112,57 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     const admin = await bootstrapAdminToken(write, store.dialect, adminFile);
     if (admin) log.info({ file: adminFile }, 'created the bootstrap admin token');
 
+    const hub = new FeedHub({
+      store,
+      clock,
+      log,
+      onLocalCommit: (listener) => eventsCommitted.on(listener),
+    });
+    await hub.start();
+    const stopPruning = startPruner({ store, clock, log, retentionMs: config.eventRetentionMs });
+    const mesh = meshArea({
+      onClaimable: (task) => {
+        nodesForTask(store.db, task).then(
+          (ids) => {
+            for (const id of ids) {
+              nodes.send(id, {
+                type: 'task_ready',
+                task_id: task.id,
+                mission_id: task.mission_id,
+                domain_id: task.domain_id,
+              });
+            }
+          },
+          (e) => log.warn({ err: e, task: task.id }, 'cannot send task_ready'),
+        );
+      },
+      onCancelled: (task) => {
+        if (!task.claimed_by) return;
+        store.db
+          .selectFrom('agents')
+          .select('node_id')
+          .where('id', '=', task.claimed_by)
+          .executeTakeFirst()
+          .then(
+            (a) => {
+              if (a) nodes.send(a.node_id, { type: 'task_cancelled', task_id: task.id });
+            },
+            (e) => log.warn({ err: e, task: task.id }, 'cannot send task_cancelled'),
+          );
+      },
+    });
+    const stopSweeper = mesh.startSweeper(ctx);
+    stopFeed = async () => {
+      stopSweeper();
+      stopPruning();
+      await hub.stop();
+    };
     const plugins: TowerPlugin[] = [
-      authRoutes(),
+      feedRoutes({ hub, wsCompression: opts.wsCompression ?? false }),
+      approvalRoutes({ agents: opts.agentLookup ?? agentsTableLookup }),
+      mesh.plugin,
+      controlRoutes(nodes),
+      authRoutes((id) => nodes.isOnline(id)),
       recordRoutes(),
       secretRoutes({
         ...(opts.masterKey !== undefined ? { masterKey: opts.masterKey } : {}),
@@ -108,6 +170,15 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       }),
     ];
     const app = await buildApp(ctx, { plugins, ...(opts.tls ? { https: opts.tls } : {}) });
+    // Upgraded sockets (WebSockets, and upgrades refused with 401/403) are not tracked by the
+    // HTTP server: a refused one whose client left stays half-open and would hold close()
+    // forever. End them when the peer does, and destroy what is left at shutdown.
+    const upgraded = new Set<Duplex>();
+    app.server.on('upgrade', (_req, socket: Duplex) => {
+      upgraded.add(socket);
+      socket.once('end', () => socket.destroy());
+      socket.once('close', () => upgraded.delete(socket));
+    });
 
     let stopping: Promise<void> | null = null;
     return {
@@ -123,6 +194,9 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       stop() {
         stopping ??= (async () => {
           shutdown.abort();
+          nodes.closeAll();
+          await stopFeed();
+          for (const sock of upgraded) sock.destroy();
           await app.close();
           await stopSequencer();
           await store.close();
@@ -131,6 +205,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       },
     };
   } catch (e) {
+    await stopFeed();
     await stopSequencer();
     await store.close();
     throw e;

@@ -1,10 +1,5 @@
 // Records everything the tower's feed sends from its first event on (resume from id 0), so leak
-// tests can search it. Towers without the feed yet answer 404 and the capture stays empty.
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
-
-/** True once the feed area is in the tree. TODO(secrets): drop when the feed is on main. */
-export const HAS_FEED = existsSync(resolve(import.meta.dirname, '../../src/tower/feed/hub.ts'));
+// tests can search it.
 
 export interface FeedCapture {
   text(): string;

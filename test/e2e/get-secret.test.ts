@@ -1,5 +1,6 @@
 // `svcd get-secret` as an agent runs it: the built CLI against a real secrets.sock served by
 // the broker component (with a stand-in tower), reading the socket and session from its env.
+
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +11,7 @@ import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/log.js';
 import { SvcError } from '../../src/protocol/errors.js';
 import type { SecretFetched } from '../../src/protocol/secrets.js';
+import { fakeControl } from '../support/control.js';
 import { run, SVCD_BIN, stopAll } from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';
 
@@ -45,6 +47,7 @@ describe('svcd get-secret', () => {
       events: { publish: async () => {} },
       mgmt: { register: () => {} },
       secrets: new SessionRegistry(paths.secretsSock),
+      control: fakeControl(),
       shutdown: new AbortController().signal,
     };
     broker = createSecretsBroker(ctx, {});

@@ -3,19 +3,15 @@
 // and with a raw socket client; un-granted, forged, revoked and exited-agent requests are
 // refused with their codes; afterwards the value is nowhere on disk, in logs or in svcd's
 // environment.
-//
-// It needs the supervisor (agents.toml, `svc agent node register`, `svc agent supervise`) and
-// agent enrolment (POST /agents), which other branches add: until both are in the tree, it
-// is skipped. Verified on a local merge of the lifecycle and mesh branches, with svcd's
-// supervisor minting sessions through ctx.secrets.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerReply } from '../../src/protocol/secrets-socket.js';
 import { waitFor } from '../support/poll.js';
 import {
+  isolatedEnv,
   type Proc,
   run,
   SVC_BIN,
@@ -26,12 +22,7 @@ import {
   type TowerProc,
 } from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';
-import { captureFeed, type FeedCapture, HAS_FEED } from './feed-capture.js';
-
-const SRC = resolve(import.meta.dirname, '../../src');
-// TODO(secrets): drop this guard once the lifecycle (supervisor) and mesh (agents) areas are on main.
-const HAS_AGENTS =
-  existsSync(join(SRC, 'daemon/supervisor/supervisor.ts')) && existsSync(join(SRC, 'tower/agents/routes.ts'));
+import { captureFeed, type FeedCapture } from './feed-capture.js';
 
 const VALUE = 'agent-e2e-secret-value-5b7d9f1a3c';
 const OTHER = 'agent-e2e-other-value-2e4a6c8e0f';
@@ -77,22 +68,11 @@ function ask(path: string, session: string, name: string): Promise<BrokerReply> 
 
 const codeOf = (r: BrokerReply) => (r.ok ? 'ok' : r.error.code);
 
-describe.skipIf(!HAS_AGENTS)('an agent started by svcd reads its secrets', () => {
+describe('an agent started by svcd reads its secrets', () => {
   const tmp = makeTempDir('svc-e2e-sa-');
   const home = join(tmp.dir, 'home');
   const out = join(tmp.dir, 'out');
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (
-      k.startsWith('SVC_') ||
-      k.startsWith('XDG_') ||
-      k === 'DBUS_SESSION_BUS_ADDRESS' ||
-      k.startsWith('TMUX')
-    )
-      continue;
-    env[k] = v;
-  }
-  Object.assign(env, { HOME: join(tmp.dir, 'user'), SVC_HOME: home, SVC_NODE_FILE: join(home, 'node.json') });
+  const env = isolatedEnv(tmp.dir);
   let tower: TowerProc;
   let svcd: Proc;
   let agentId: string;
@@ -153,6 +133,17 @@ describe.skipIf(!HAS_AGENTS)('an agent started by svcd reads its secrets', () =>
     await feed?.stop();
     await stopAll();
     tmp.remove();
+  });
+
+  it('keeps a control channel to the tower (daemon status, node online)', async () => {
+    await waitFor('the control channel', async () => {
+      const st = JSON.parse(await svc(['--json', 'daemon', 'status'])) as { tower: { connected: boolean } };
+      return st.tower.connected;
+    });
+    const admin = readFileSync(join(home, 'tower', 'admin.token'), 'utf8').trim();
+    const res = await fetch(`${tower.url}/nodes`, { headers: { authorization: `Bearer ${admin}` } });
+    const nodes = (await res.json()) as { items: { online: boolean }[] };
+    expect(nodes.items.some((n) => n.online)).toBe(true);
   });
 
   it('reads a granted secret through svcd get-secret and through a raw socket client', () => {
@@ -216,8 +207,7 @@ describe.skipIf(!HAS_AGENTS)('an agent started by svcd reads its secrets', () =>
   });
 
   it('leaves neither value anywhere: SVC_HOME, tower database, logs, feed, svcd environment', async () => {
-    if (HAS_FEED)
-      await waitFor('the feed to carry the fetches', () => feed.text().includes('"fetch_refused"'));
+    await waitFor('the feed to carry the fetches', () => feed.text().includes('"fetch_refused"'));
     const files = listFiles(home);
     for (const must of [
       join('tower', 'tower.db'),

@@ -2,6 +2,7 @@
 // kill -9ed agent (poll 1 s), pause/resume, signal to ACP and tmux agents, ACP progress in
 // the event outbox bound for the tower feed, a tmux agent surviving a svcd restart, and a bad
 // agents.toml refused on reload with running agents untouched.
+
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -10,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mgmtCall } from '../../src/cli/mgmt-client.js';
 import type { AgentStatus, SignalResult } from '../../src/protocol/agents.js';
 import { waitFor } from '../support/poll.js';
+import { isolatedEnv } from '../support/procs.js';
 import { psGroup } from '../support/ps.js';
 import { makeTempDir } from '../support/tmp.js';
 
@@ -20,18 +22,7 @@ const TMUX_SOCKET = `svc-e2e-${process.pid}-${Math.random().toString(36).slice(2
 
 const tmp = makeTempDir('svc-e2e-supervise-');
 const home = join(tmp.dir, 'svc-home');
-const env: NodeJS.ProcessEnv = {};
-for (const [k, v] of Object.entries(process.env)) {
-  if (
-    k.startsWith('SVC_') ||
-    k.startsWith('XDG_') ||
-    k === 'DBUS_SESSION_BUS_ADDRESS' ||
-    k.startsWith('TMUX')
-  )
-    continue;
-  env[k] = v;
-}
-Object.assign(env, { HOME: join(tmp.dir, 'user'), SVC_HOME: home, SVC_NODE_FILE: join(home, 'node.json') });
+const env = isolatedEnv(tmp.dir, 'svc-home');
 
 let svcd: ChildProcess | null = null;
 let svcdLog = '';

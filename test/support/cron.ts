@@ -1,8 +1,10 @@
 // Building cron jobs for tests without writing TOML: the same compiled schedules the parser
 // makes, with the parser's defaults.
+
 import { type CronJob, DEFAULT_BASH_TIMEOUT_MS } from '../../src/daemon/cron/config.js';
 import { cronSchedule, heartbeatSchedule } from '../../src/daemon/cron/schedule.js';
 import { ceilToMinutes, parseDuration } from '../../src/lib/duration.js';
+import { fakeControl } from './control.js';
 
 export interface JobSpec extends Partial<Omit<CronJob, 'schedule'>> {
   name: string;
@@ -123,6 +125,7 @@ export async function startCron(opts: HarnessOptions): Promise<CronHarness> {
     },
     mgmt,
     secrets: new SessionRegistry(paths.secretsSock),
+    control: fakeControl(),
     shutdown: shutdown.signal,
   };
   const cron = createCron(ctx, {

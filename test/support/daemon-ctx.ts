@@ -1,6 +1,7 @@
 // A DaemonContext for in-process tests of svcd components: a temp SVC_HOME, a real
 // state.db, a fake or real clock, events collected in memory, and a real mgmt.sock server
 // on a temp socket (so methods are exercised as svc calls them).
+
 import { mkdirSync } from 'node:fs';
 import { MgmtClient } from '../../src/cli/mgmt-client.js';
 import type { DaemonContext, TowerApi } from '../../src/daemon/context.js';
@@ -12,6 +13,7 @@ import type { Clock } from '../../src/lib/clock.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/log.js';
 import type { NewEvent } from '../../src/protocol/events.js';
+import { fakeControl } from './control.js';
 import { makeTempDir } from './tmp.js';
 
 export interface TestDaemonContext {
@@ -63,6 +65,7 @@ export async function makeTestDaemonContext(
     },
     mgmt,
     secrets: new SessionRegistry(paths.secretsSock),
+    control: fakeControl(),
     shutdown: shutdown.signal,
   };
   let client: MgmtClient | null = null;

@@ -1,7 +1,7 @@
 // Real svc/svcd processes for end-to-end tests: spawned from the build in dist/, with their
 // own SVC_HOME; every child is tracked and killed by stopAll() (call it in afterEach/afterAll).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { waitFor } from './poll.js';
 
 export const SVC_BIN = resolve(import.meta.dirname, '../../dist/cli/svc.js');
@@ -83,4 +83,29 @@ export async function startTowerProc(env: NodeJS.ProcessEnv, extraArgs: string[]
     { timeoutMs: 30_000 },
   );
   return Object.assign(p, { url });
+}
+
+/**
+ * The environment for a node's processes in a test: this process's environment without any
+ * SVC_*, XDG_*, D-Bus or tmux variables (so nothing of the developer's setup leaks in), with
+ * HOME and SVC_HOME under `dir` and the node identity in SVC_HOME.
+ */
+export function isolatedEnv(dir: string, homeName = 'home'): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (
+      k.startsWith('SVC_') ||
+      k.startsWith('XDG_') ||
+      k === 'DBUS_SESSION_BUS_ADDRESS' ||
+      k.startsWith('TMUX')
+    )
+      continue;
+    env[k] = v;
+  }
+  const home = join(dir, homeName);
+  return Object.assign(env, {
+    HOME: join(dir, 'user'),
+    SVC_HOME: home,
+    SVC_NODE_FILE: join(home, 'node.json'),
+  });
 }

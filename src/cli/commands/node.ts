@@ -6,6 +6,7 @@ import { nodeFileForWrite, writeNodeIdentity } from '../../daemon/identity.js';
 import type { NodeRegistered } from '../../protocol/nodes.js';
 import { type CommandDeps, globals } from '../deps.js';
 import { keyValues, print } from '../output.js';
+import { registerNodeList } from './task.js';
 
 export function registerNodeCommands(agent: Command, deps: CommandDeps): void {
   const node = agent.command('node').description('this machine as a node of the tower');
@@ -30,4 +31,5 @@ export function registerNodeCommands(agent: Command, deps: CommandDeps): void {
       const shown = { node_id: res.id, hostname: res.hostname, backend_url: client.url, identity_file: file };
       print(deps.io, Boolean(globals(cmd).json), shown, () => `${keyValues(shown)}\n\nnext: svc daemon up`);
     });
+  registerNodeList(node, deps);
 }

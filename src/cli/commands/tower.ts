@@ -44,6 +44,7 @@ interface ServeFlags {
   oidcJwksCooldown?: string;
   rateLimit?: string;
   eventRetention?: string;
+  wsCompression?: boolean;
   logLevel: string;
 }
 
@@ -64,6 +65,10 @@ export function registerTower(program: Command, deps: CommandDeps): void {
     .option('--oidc-jwks-cooldown <duration>', 'minimum time between JWKS refetches', '30s')
     .option('--rate-limit <n[/window]>', 'requests per principal per window (0 = off)', '6000/1m')
     .option('--event-retention <duration>', 'how long feed events are kept', '7d')
+    .option(
+      '--ws-compression',
+      'allow per-message deflate on /events/ws for clients that ask (costs memory per connection)',
+    )
     .option('--log-level <level>', 'trace|debug|info|warn|error', 'info')
     .action(async (flags: ServeFlags) => {
       const { host, port } = parseListen(flags.listen);
@@ -98,6 +103,7 @@ export function registerTower(program: Command, deps: CommandDeps): void {
           : {}),
         rateLimit: parseRateLimit(flags.rateLimit ?? '6000/1m'),
         eventRetentionMs: parseDuration(flags.eventRetention ?? '7d'),
+        wsCompression: flags.wsCompression === true,
       });
       let url: string;
       try {

@@ -1,10 +1,12 @@
 // secrets.sock over a real unix socket, with a fake DaemonContext around the broker.
+
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, statSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import { fakeControl } from '../../../test/support/control.js';
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { type Clock, FakeClock, systemClock } from '../../lib/clock.js';
 import { silentLogger } from '../../lib/log.js';
@@ -46,6 +48,7 @@ function fakeContext(home: string, clock: Clock): DaemonContext {
     events: { publish: async () => {} },
     mgmt: { register: () => {} },
     secrets: new SessionRegistry(paths.secretsSock),
+    control: fakeControl(),
     shutdown: new AbortController().signal,
   };
 }

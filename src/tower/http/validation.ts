@@ -12,7 +12,7 @@ const addFormats = addFormatsModule.default ?? addFormatsModule;
 
 type AjvInstance = InstanceType<typeof Ajv>;
 
-function makeAjv(coerce: boolean | 'array'): AjvInstance {
+export function makeAjv(coerce: boolean | 'array'): AjvInstance {
   const ajv = new Ajv({
     coerceTypes: coerce,
     useDefaults: true,

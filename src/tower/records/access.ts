@@ -27,3 +27,13 @@ export async function requireMission(
   }
   return row;
 }
+
+/**
+ * Which domains a list may show: null for any, an empty array for none, else these. `wanted`
+ * is the list's domain filter, if any; asking for a domain the principal may not see shows
+ * nothing (as if it were empty), never an error that would reveal it exists.
+ */
+export function listableDomains(p: Principal, wanted?: string): string[] | null {
+  if (wanted !== undefined) return canSeeDomain(p, wanted) ? [wanted] : [];
+  return p.domains;
+}

@@ -1,6 +1,8 @@
 // Row types of the tower's tables as Kysely sees them. Timestamps are ISO 8601 UTC text
 // (sortable as text on both stores); JSON columns are text and parsed at the repository edge.
 import type { Generated, Kysely } from 'kysely';
+import type { FeedTables } from '../feed/migrations.js';
+import type { MeshTables } from '../mesh/migrations.js';
 
 export interface DomainRow {
   id: string;
@@ -109,7 +111,7 @@ export interface MigrationRow {
   applied_at: string;
 }
 
-export interface Tables {
+export interface Tables extends FeedTables, MeshTables {
   domains: DomainRow;
   missions: MissionRow;
   board_tasks: BoardTaskRow;

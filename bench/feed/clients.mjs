@@ -1,0 +1,94 @@
+// Subscribers of bench/feed, in their own process: N SSE streams on the tower or N socket.io
+// clients, each event's publish→receive latency taken from the publisher's timestamp in the
+// payload (same machine, so wall clocks agree). Driven over IPC by index.mjs.
+import http from 'node:http';
+import { io } from 'socket.io-client';
+
+const [kind, url, token, nText] = process.argv.slice(2);
+const N = Number(nText);
+/** Latency is sampled on the first subscribers only (all of them count deliveries). */
+const SAMPLED = 100;
+const now = () => performance.timeOrigin + performance.now();
+
+let delivered = 0;
+let lastAt = 0;
+let samples = [];
+const closers = [];
+
+function onEvent(i, t) {
+  delivered++;
+  const at = now();
+  lastAt = at;
+  if (i < SAMPLED) samples.push(at - t);
+}
+
+function openSse(i) {
+  return new Promise((resolve, reject) => {
+    const req = http.get(
+      `${url}/events/stream?type=progress`,
+      { agent: false, headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } },
+      (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}`));
+        res.setEncoding('utf8');
+        let buf = '';
+        res.on('data', (chunk) => {
+          buf += chunk;
+          let at = 0;
+          let end = buf.indexOf('\n\n');
+          while (end >= 0) {
+            const d = buf.indexOf('data: ', at);
+            if (d >= 0 && d < end) onEvent(i, JSON.parse(buf.slice(d + 6, end)).payload.t);
+            at = end + 2;
+            end = buf.indexOf('\n\n', at);
+          }
+          buf = buf.slice(at);
+        });
+        closers.push(() => req.destroy());
+        resolve();
+      },
+    );
+    req.on('error', reject);
+  });
+}
+
+function openSocketIo(i) {
+  return new Promise((resolve, reject) => {
+    const s = io(url, { transports: ['websocket'], forceNew: true, reconnection: false });
+    s.on('event', (ev) => onEvent(i, ev.payload.t));
+    s.once('connect', resolve);
+    s.once('connect_error', reject);
+    closers.push(() => s.close());
+  });
+}
+
+async function connectAll() {
+  const open = kind === 'svc' ? openSse : openSocketIo;
+  // In waves, so the listen backlog never overflows.
+  for (let i = 0; i < N; i += 100) {
+    await Promise.all(Array.from({ length: Math.min(100, N - i) }, (_, k) => open(i + k)));
+  }
+}
+
+process.on('message', async (m) => {
+  if (m.cmd === 'connect') {
+    try {
+      await connectAll();
+      process.send({ connected: N });
+    } catch (e) {
+      process.send({ error: e.message });
+    }
+  } else if (m.cmd === 'reset') {
+    delivered = 0;
+    lastAt = 0;
+    samples = [];
+    process.send({ reset: true });
+  } else if (m.cmd === 'stats') {
+    const sorted = Float64Array.from(samples).sort();
+    const pct = (p) =>
+      sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] : NaN;
+    process.send({ delivered, lastAt, p50: pct(0.5), p99: pct(0.99), sampled: sorted.length });
+  } else if (m.cmd === 'close') {
+    for (const c of closers) c();
+    process.exit(0);
+  }
+});

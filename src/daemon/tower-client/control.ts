@@ -1,0 +1,224 @@
+// svcd's end of the node control channel (GET /nodes/connect, src/protocol/control.ts): one
+// WebSocket to the tower with the node JWT, kept open for the daemon's life. Each connection
+// starts with hello (a fresh attach secret per svcd start, the running agents); the tower's
+// messages (task_ready, task_cancelled, attach.open) go to whoever subscribed with on().
+// Reconnects with backoff (1 s doubling to 30 s, jittered); both sides ping, and a channel
+// silent for DEAD_AFTER_MS is dropped and reopened.
+import { randomBytes } from 'node:crypto';
+import WebSocket from 'ws';
+import { Backoff } from '../../lib/backoff.js';
+import type { Clock, TimerHandle } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
+import {
+  CONTROL_PATH,
+  DEAD_AFTER_MS,
+  HEARTBEAT_MS,
+  type NodeToTower,
+  type TowerToNode,
+} from '../../protocol/control.js';
+import type { Component } from '../context.js';
+
+type MessageOf<T extends TowerToNode['type']> = Extract<TowerToNode, { type: T }>;
+
+export interface ControlChannel extends Component {
+  readonly connected: boolean;
+  /** This svcd's attach secret (fresh per start; the tower signs attach.open with it). */
+  readonly attachSecret: string;
+  on<T extends TowerToNode['type']>(type: T, fn: (msg: MessageOf<T>) => void): () => void;
+  /** Sends when connected; false otherwise (presence is re-sent in the next hello). */
+  send(msg: NodeToTower): boolean;
+  /** Resolves once connected (or when the daemon stops). */
+  waitConnected(): Promise<void>;
+}
+
+export interface ControlDeps {
+  backendUrl: string;
+  jwt: string;
+  version: string;
+  clock: Clock;
+  log: Logger;
+  /** Agents running now, for the hello of each (re)connection. */
+  agents?: () => { agent_id: string; status: string }[];
+  random?: () => number;
+}
+
+export function createControlChannel(deps: ControlDeps): ControlChannel {
+  const log = deps.log.child({ component: 'control' });
+  const attachSecret = randomBytes(32).toString('hex');
+  const listeners = new Map<string, Set<(msg: never) => void>>();
+  const backoff = new Backoff({ ...(deps.random ? { random: deps.random } : {}) });
+  const url = `${deps.backendUrl.replace(/^http/, 'ws').replace(/\/$/, '')}${CONTROL_PATH}`;
+  let socket: WebSocket | null = null;
+  let welcomed = false;
+  let stopped = true;
+  let retry: TimerHandle | null = null;
+  let beat: TimerHandle | null = null;
+  let lastSeen = 0;
+  let connects = 0;
+  let lastError: string | null = null;
+  let connectedSince: number | null = null;
+  let waiters: (() => void)[] = [];
+
+  function emit(msg: TowerToNode) {
+    for (const fn of listeners.get(msg.type) ?? []) {
+      try {
+        (fn as (m: TowerToNode) => void)(msg);
+      } catch (e) {
+        log.error({ err: e, type: msg.type }, 'control message handler failed');
+      }
+    }
+  }
+
+  function scheduleReconnect() {
+    if (stopped || retry) return;
+    const wait = backoff.next();
+    log.info({ in_ms: wait, error: lastError }, 'control channel down; reconnecting');
+    retry = deps.clock.setTimeout(() => {
+      retry = null;
+      open();
+    }, wait);
+  }
+
+  function heartbeat() {
+    beat = deps.clock.setTimeout(() => {
+      if (!socket) return;
+      if (deps.clock.now() - lastSeen >= DEAD_AFTER_MS) {
+        lastError = 'tower silent';
+        socket.terminate();
+        return;
+      }
+      if (socket.readyState === WebSocket.OPEN) socket.ping();
+      heartbeat();
+    }, HEARTBEAT_MS);
+  }
+
+  function open() {
+    if (stopped) return;
+    const ws = new WebSocket(url, {
+      headers: { authorization: `Bearer ${deps.jwt}` },
+      handshakeTimeout: 10_000,
+    });
+    socket = ws;
+    welcomed = false;
+    let refused = false;
+    const seen = () => {
+      lastSeen = deps.clock.now();
+    };
+    ws.on('open', () => {
+      seen();
+      heartbeat();
+      ws.send(
+        JSON.stringify({
+          type: 'hello',
+          version: deps.version,
+          attach_secret: attachSecret,
+          agents: deps.agents?.() ?? [],
+        }),
+      );
+    });
+    ws.on('ping', seen);
+    ws.on('pong', seen);
+    ws.on('unexpected-response', (_req, res) => {
+      refused = true;
+      lastError =
+        res.statusCode === 401
+          ? 'the tower refused the node credential (401): re-register with "svc agent node register --force"'
+          : `HTTP ${res.statusCode}`;
+      ws.terminate();
+    });
+    ws.on('message', (data) => {
+      seen();
+      let msg: TowerToNode;
+      try {
+        msg = JSON.parse(String(data)) as TowerToNode;
+      } catch {
+        return;
+      }
+      if (msg.type === 'welcome') {
+        welcomed = true;
+        connects++;
+        connectedSince = deps.clock.now();
+        lastError = null;
+        backoff.reset();
+        log.info({ node_id: msg.node_id }, 'control channel connected');
+        const w = waiters;
+        waiters = [];
+        for (const r of w) r();
+      }
+      emit(msg);
+    });
+    ws.on('error', (e) => {
+      if (!refused) lastError = e.message;
+    });
+    ws.on('close', (code, reason) => {
+      beat?.cancel();
+      beat = null;
+      if (socket === ws) socket = null;
+      if (welcomed) log.info({ code, reason: reason.toString() }, 'control channel closed');
+      welcomed = false;
+      connectedSince = null;
+      if (code === 1008 && reason.length > 0) lastError = reason.toString();
+      scheduleReconnect();
+    });
+  }
+
+  return {
+    name: 'control',
+    attachSecret,
+    get connected() {
+      return welcomed;
+    },
+    on(type, fn) {
+      let set = listeners.get(type);
+      if (!set) {
+        set = new Set();
+        listeners.set(type, set);
+      }
+      set.add(fn as (msg: never) => void);
+      return () => set.delete(fn as (msg: never) => void);
+    },
+    send(msg) {
+      if (!socket || !welcomed || socket.readyState !== WebSocket.OPEN) return false;
+      socket.send(JSON.stringify(msg));
+      return true;
+    },
+    waitConnected() {
+      if (welcomed || stopped) return Promise.resolve();
+      return new Promise((r) => waiters.push(r));
+    },
+    async start() {
+      stopped = false;
+      open();
+    },
+    async stop() {
+      stopped = true;
+      retry?.cancel();
+      beat?.cancel();
+      const w = waiters;
+      waiters = [];
+      for (const r of w) r();
+      const s = socket;
+      socket = null;
+      if (s && s.readyState !== WebSocket.CLOSED) {
+        await new Promise<void>((resolve) => {
+          s.once('close', () => resolve());
+          s.close(1001, 'svcd stopping');
+          // A real timer: shutdown must not wait on an injected clock.
+          setTimeout(() => {
+            s.terminate();
+            resolve();
+          }, 2000).unref();
+        });
+      }
+    },
+    status() {
+      return {
+        connected: welcomed,
+        url,
+        connected_since: connectedSince === null ? null : new Date(connectedSince).toISOString(),
+        connects,
+        last_error: lastError,
+      };
+    },
+  };
+}

@@ -1,0 +1,350 @@
+// The feed hub: one reader of the event log per tower replica, fanning events out to every
+// open stream (SSE or WebSocket) of this replica.
+//
+// The table is the source of truth; wake-ups only say "look again": local commits
+// (ctx.eventsCommitted), other replicas' sequencer (PostgreSQL LISTEN) and a backstop poll, so
+// a lost notification delays an event by at most the poll interval and never loses it.
+// A subscriber that resumes is registered first, then replays from the table; live events that
+// arrive meanwhile wait in its queue and are de-duplicated by id at the switch, so the client
+// gets every later event exactly once, in order, with no gap between replay and live.
+import pg from 'pg';
+import type { Clock, TimerHandle } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
+import type { EventType, FeedEvent } from '../../protocol/events.js';
+import type { Principal } from '../auth/principal.js';
+import type { Store } from '../store/open.js';
+import { eventFromRow, notifyChannel } from './event-log.js';
+
+const PAGE = 500;
+/** Backstop for lost notifications (and for a LISTEN connection being re-established). */
+const POLL_MS = 1000;
+/** Live events a replaying subscriber may queue before it is cut off (it resumes by id). */
+const MAX_QUEUED = 10_000;
+/**
+ * Spacing of reads of the log (real time, like the sequencer's busy gap). A lone event is
+ * read at once; under a stream of commits, reads are spaced so each page carries several
+ * events and every stream gets one write per page instead of one per commit: with thousands
+ * of streams the per-write cost, not the bytes, is what limits fan-out. The gap is at least
+ * MIN and twice what the last pass cost (read, fan-out and the streams' writes), so fan-out
+ * takes at most about half the CPU however many streams there are; MAX bounds the latency
+ * this adds when the machine is simply overloaded.
+ */
+export const READ_GAP = { MIN_MS: 10, MAX_MS: 250, PASS_FACTOR: 2 };
+
+export function readGapMs(lastPassMs: number): number {
+  return Math.min(READ_GAP.MAX_MS, Math.max(READ_GAP.MIN_MS, lastPassMs * READ_GAP.PASS_FACTOR));
+}
+
+export interface FeedFilter {
+  domainIds?: string[];
+  missionIds?: string[];
+  types?: EventType[];
+}
+
+export interface ResetInfo {
+  reason: 'retention' | 'unknown';
+  /** The id the client asked to resume after. */
+  last_event_id: string;
+  /** Events after this id follow. */
+  resume_after: string;
+}
+
+export interface SubscriberSink {
+  /** Returns false when the consumer's buffer is over its limit: the hub then closes it. */
+  deliver(event: FeedEvent): boolean;
+  /**
+   * Replay is paced by the consumer: when this says the buffer is past its soft limit, the
+   * hub waits for `drained()` before sending more (live delivery is not paced: a consumer that
+   * falls behind live is cut off at the hard limit and resumes by id).
+   */
+  busy?(): boolean;
+  drained?(): Promise<void>;
+  reset(info: ResetInfo): void;
+  /** Called once when the hub ends the subscription (overflow, shutdown, replay error). */
+  closed(reason: 'overflow' | 'shutdown' | 'error'): void;
+}
+
+export interface Subscription {
+  close(): void;
+}
+
+interface Sub {
+  principal: Principal;
+  filter: FeedFilter;
+  sink: SubscriberSink;
+  /** Highest id handed to the sink (or skipped as invisible). */
+  lastSent: bigint;
+  replaying: boolean;
+  queued: FeedEvent[];
+  open: boolean;
+}
+
+export interface FeedHubDeps {
+  store: Store;
+  clock: Clock;
+  log: Logger;
+  /** Fires when this replica's writes became readable. */
+  onLocalCommit(listener: () => void): () => void;
+}
+
+export class FeedHub {
+  private readonly subs = new Set<Sub>();
+  /** Highest event id this hub has read from the table. */
+  private head = 0n;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private lastReadAt = 0;
+  private lastPassMs = 0;
+  private stopped = false;
+  private poll: TimerHandle | null = null;
+  private listener: pg.Client | null = null;
+  private unsubscribeLocal: (() => void) | null = null;
+  private readonly log: Logger;
+
+  constructor(private readonly deps: FeedHubDeps) {
+    this.log = deps.log.child({ component: 'feed' });
+  }
+
+  get subscriberCount(): number {
+    return this.subs.size;
+  }
+
+  async start(): Promise<void> {
+    this.head = await this.maxId();
+    this.unsubscribeLocal = this.deps.onLocalCommit(() => this.wake());
+    if (this.deps.store.dialect === 'postgres') await this.listen();
+    const tick = () => {
+      this.poll = this.deps.clock.setTimeout(() => {
+        this.wake();
+        if (this.deps.store.dialect === 'postgres' && !this.listener) void this.listen();
+        if (!this.stopped) tick();
+      }, POLL_MS);
+    };
+    tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.poll?.cancel();
+    this.unsubscribeLocal?.();
+    for (const s of [...this.subs]) this.end(s, 'shutdown');
+    await this.running;
+    const l = this.listener;
+    this.listener = null;
+    await l?.end().catch(() => {});
+  }
+
+  /** Asks the hub to read new events now (coalesced). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false;
+          const wait = this.lastReadAt + readGapMs(this.lastPassMs) - performance.now();
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          this.lastReadAt = performance.now();
+          const delivered = await this.readNew();
+          if (delivered > 0) {
+            // Streams write what a pass gave them on the next tick: count that in.
+            await new Promise((r) => setImmediate(r));
+            this.lastPassMs = performance.now() - this.lastReadAt;
+          } else {
+            this.lastPassMs = 0;
+          }
+        } while (this.again && !this.stopped);
+      } catch (e) {
+        if (!this.stopped)
+          this.log.warn({ err: e }, 'reading new events failed; retrying on the next wake-up');
+      } finally {
+        this.running = null;
+      }
+    })();
+  }
+
+  /**
+   * Opens a subscription. `afterId` null: live events from now on. Otherwise every visible
+   * event with a larger id, then live; a `reset` first when events after `afterId` were
+   * pruned (retention) or `afterId` was never issued (unknown).
+   */
+  async subscribe(principal: Principal, filter: FeedFilter, afterId: bigint | null, sink: SubscriberSink) {
+    const sub: Sub = {
+      principal,
+      filter,
+      sink,
+      lastSent: this.head,
+      replaying: afterId !== null,
+      queued: [],
+      open: true,
+    };
+    this.subs.add(sub);
+    const subscription: Subscription = { close: () => this.remove(sub) };
+    if (afterId === null) return subscription;
+    try {
+      let cursor = afterId;
+      const { min, max } = await this.bounds();
+      // biome-ignore lint/complexity/useMathMinMax: bigint (Math.max takes numbers)
+      const newest = max > this.head ? max : this.head;
+      if (afterId > newest) {
+        sink.reset({ reason: 'unknown', last_event_id: String(afterId), resume_after: String(newest) });
+        cursor = newest;
+      } else if (min !== null && min > afterId + 1n) {
+        sink.reset({ reason: 'retention', last_event_id: String(afterId), resume_after: String(min - 1n) });
+        cursor = min - 1n;
+      } else if (min === null && afterId < newest) {
+        // Everything up to the newest id is gone (only possible if the log was emptied by hand).
+        sink.reset({ reason: 'retention', last_event_id: String(afterId), resume_after: String(newest) });
+        cursor = newest;
+      }
+      sub.lastSent = cursor;
+      for (;;) {
+        const page = await this.page(cursor, PAGE);
+        for (const ev of page) {
+          if (!sub.open || !this.send(sub, ev)) return subscription;
+          if (sink.busy?.()) await sink.drained?.();
+        }
+        if (page.length < PAGE) break;
+        cursor = BigInt(page[page.length - 1]?.id ?? cursor);
+      }
+      // Switch to live: what queued meanwhile, minus what the replay already sent. New live
+      // events keep queueing until the queue is empty, so order holds.
+      while (sub.open && sub.queued.length > 0) {
+        const ev = sub.queued.shift() as FeedEvent;
+        if (BigInt(ev.id) > sub.lastSent && !this.send(sub, ev)) break;
+        if (sink.busy?.()) await sink.drained?.();
+      }
+      sub.replaying = false;
+    } catch (e) {
+      this.log.warn({ err: e }, 'feed replay failed');
+      this.end(sub, 'error');
+    }
+    return subscription;
+  }
+
+  /** Whether `principal` may see `ev` and `filter` selects it. */
+  static matches(principal: Principal, filter: FeedFilter, ev: FeedEvent): boolean {
+    if (ev.domain_id === null) {
+      // Node- and tower-level events carry no domain: only principals of every domain see them.
+      if (principal.domains !== null) return false;
+    } else if (principal.domains !== null && !principal.domains.includes(ev.domain_id)) {
+      return false;
+    }
+    if (filter.domainIds?.length && (ev.domain_id === null || !filter.domainIds.includes(ev.domain_id))) {
+      return false;
+    }
+    if (filter.missionIds?.length && (ev.mission_id === null || !filter.missionIds.includes(ev.mission_id))) {
+      return false;
+    }
+    if (filter.types?.length && !filter.types.includes(ev.type)) return false;
+    return true;
+  }
+
+  private send(sub: Sub, ev: FeedEvent): boolean {
+    const id = BigInt(ev.id);
+    if (id <= sub.lastSent) return true;
+    sub.lastSent = id;
+    if (!FeedHub.matches(sub.principal, sub.filter, ev)) return true;
+    if (sub.sink.deliver(ev)) return true;
+    this.end(sub, 'overflow');
+    return false;
+  }
+
+  /** Reads and fans out every event after the head; returns how many there were. */
+  private async readNew(): Promise<number> {
+    let n = 0;
+    for (;;) {
+      const page = await this.page(this.head, PAGE);
+      n += page.length;
+      if (page.length === 0) return n;
+      for (const ev of page) {
+        this.head = BigInt(ev.id);
+        for (const sub of this.subs) {
+          if (!sub.open) continue;
+          if (sub.replaying) {
+            if (sub.queued.length >= MAX_QUEUED) this.end(sub, 'overflow');
+            else sub.queued.push(ev);
+          } else {
+            this.send(sub, ev);
+          }
+        }
+      }
+      if (page.length < PAGE) return n;
+    }
+  }
+
+  private async page(after: bigint, limit: number): Promise<FeedEvent[]> {
+    const rows = await this.deps.store.db
+      .selectFrom('events')
+      .select(['id', 'ts', 'type', 'domain_id', 'mission_id', 'agent_id', 'status', 'payload'])
+      .where('id', '>', this.idParam(after))
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    return rows.map(eventFromRow);
+  }
+
+  private async bounds(): Promise<{ min: bigint | null; max: bigint }> {
+    const r = await this.deps.store.db
+      .selectFrom('events')
+      .select((eb) => [eb.fn.min('id').as('min'), eb.fn.max('id').as('max')])
+      .where('id', 'is not', null)
+      .executeTakeFirst();
+    return {
+      min: r?.min === null || r?.min === undefined ? null : BigInt(r.min as string | number),
+      max: r?.max === null || r?.max === undefined ? 0n : BigInt(r.max as string | number),
+    };
+  }
+
+  private async maxId(): Promise<bigint> {
+    return (await this.bounds()).max;
+  }
+
+  /** SQLite compares integers, PostgreSQL bigint accepts the decimal string. */
+  private idParam(id: bigint): string | number {
+    return this.deps.store.dialect === 'sqlite' ? Number(id) : String(id);
+  }
+
+  private remove(sub: Sub): void {
+    sub.open = false;
+    sub.queued = [];
+    this.subs.delete(sub);
+  }
+
+  private end(sub: Sub, reason: 'overflow' | 'shutdown' | 'error'): void {
+    if (!sub.open) return;
+    this.remove(sub);
+    try {
+      sub.sink.closed(reason);
+    } catch (e) {
+      this.log.warn({ err: e }, 'closing a feed subscriber failed');
+    }
+  }
+
+  private async listen(): Promise<void> {
+    const config = this.deps.store.pgConfig;
+    if (!config || this.stopped || this.listener) return;
+    const c = new pg.Client(config);
+    c.on('error', (e) => {
+      this.log.warn({ err: e.message }, 'feed LISTEN connection lost; polling until it is back');
+      if (this.listener === c) this.listener = null;
+    });
+    c.on('notification', () => this.wake());
+    try {
+      await c.connect();
+      await c.query(`listen "${notifyChannel(this.deps.store.schema)}"`);
+      if (this.stopped) {
+        await c.end().catch(() => {});
+        return;
+      }
+      this.listener = c;
+      this.wake();
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'cannot LISTEN for feed wake-ups; polling');
+      await c.end().catch(() => {});
+    }
+  }
+}

@@ -1,0 +1,335 @@
+// The feed over HTTP: GET /events/stream (SSE), GET /events/ws (WebSocket, one JSON event per
+// text frame) and POST /nodes/events (events published by nodes, idempotent by key).
+import { setMaxListeners } from 'node:events';
+import websocket from '@fastify/websocket';
+import { type Static, Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { WebSocket } from 'ws';
+import { SvcError } from '../../protocol/errors.js';
+import { type EventType, EventTypeSchema, type FeedEvent } from '../../protocol/events.js';
+import type { Principal } from '../auth/principal.js';
+import type { TowerContext } from '../context.js';
+import type { TowerPlugin } from '../http/app.js';
+import type { FeedFilter, FeedHub, ResetInfo, Subscription } from './hub.js';
+import { StreamWatch } from './stream-watch.js';
+
+/** Bytes a consumer may leave unread before it is cut off (it resumes by id). */
+export const STREAM_BUFFER_LIMIT = 1024 * 1024;
+/** Replay waits for the consumer above this many unread bytes. */
+export const REPLAY_SOFT_LIMIT = 256 * 1024;
+
+const Ids = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100 });
+export const StreamQuery = Type.Object(
+  {
+    domain_id: Type.Optional(Ids),
+    mission_id: Type.Optional(Ids),
+    type: Type.Optional(Type.Array(EventTypeSchema, { maxItems: 4 })),
+    last_event_id: Type.Optional(Type.String({ maxLength: 30 })),
+    /** Browsers cannot set headers on EventSource/WebSocket (see http/auth-hook.ts). */
+    access_token: Type.Optional(Type.String({ maxLength: 4096 })),
+  },
+  { additionalProperties: false },
+);
+type StreamQuery = Static<typeof StreamQuery>;
+
+const NodeEvent = Type.Object(
+  {
+    key: Type.String({ minLength: 1, maxLength: 100 }),
+    type: Type.Union([Type.Literal('matrix'), Type.Literal('progress')]),
+    domain_id: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
+    mission_id: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
+    agent_id: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
+    status: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
+    payload: Type.Record(Type.String(), Type.Unknown()),
+  },
+  { additionalProperties: false },
+);
+export const NodeEventsBody = Type.Object(
+  { events: Type.Array(NodeEvent, { minItems: 1, maxItems: 500 }) },
+  { additionalProperties: false },
+);
+type NodeEventsBody = Static<typeof NodeEventsBody>;
+
+export interface FeedRouteOptions {
+  hub: FeedHub;
+  /** Per-message deflate on /events/ws when a client asks (off by default: memory). */
+  wsCompression?: boolean;
+}
+
+function parseAfter(req: FastifyRequest, q: StreamQuery): bigint | null {
+  const header = req.headers['last-event-id'];
+  const raw = (Array.isArray(header) ? header[0] : header) ?? q.last_event_id;
+  if (raw === undefined || raw === '') return null;
+  if (!/^[0-9]{1,19}$/.test(raw)) {
+    throw new SvcError('validation_failed', `last event id "${raw.slice(0, 30)}" is not a decimal event id`, {
+      errors: [{ field: 'last_event_id', message: 'must be a decimal event id' }],
+    });
+  }
+  return BigInt(raw);
+}
+
+function filterOf(q: StreamQuery): FeedFilter {
+  const f: FeedFilter = {};
+  if (q.domain_id) f.domainIds = q.domain_id;
+  if (q.mission_id) f.missionIds = q.mission_id;
+  if (q.type) f.types = q.type as EventType[];
+  return f;
+}
+
+/** The credential the stream was opened with, as an Authorization header value. */
+function headerOf(req: FastifyRequest): string {
+  const t = (req.query as StreamQuery).access_token;
+  return req.headers.authorization ?? (t ? `Bearer ${t}` : '');
+}
+
+/**
+ * The hub hands every subscriber the same event object: it is serialized once, and each
+ * subscriber's own `rate_limit` block is spliced in before the closing brace (fan-out to
+ * thousands of streams would otherwise stringify every event thousands of times).
+ */
+const serialized = new WeakMap<FeedEvent, string>();
+
+/** The principal's rate_limit block as JSON, or null when limits are off. */
+function rateLimitJson(ctx: TowerContext, principal: Principal): string | null {
+  const block = ctx.rateLimiter.block(principal.id, ctx.clock.now());
+  return block ? JSON.stringify(block) : null;
+}
+
+/** The event as JSON with `block` (rateLimitJson) as its rate_limit field. */
+function eventJson(ev: FeedEvent, block: string | null): string {
+  let json = serialized.get(ev);
+  if (json === undefined) {
+    json = JSON.stringify(ev);
+    serialized.set(ev, json);
+  }
+  return block ? `${json.slice(0, -1)},"rate_limit":${block}}` : json;
+}
+
+function withRateLimit(ctx: TowerContext, principal: Principal, ev: FeedEvent): string {
+  return eventJson(ev, rateLimitJson(ctx, principal));
+}
+
+export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
+  const { hub } = opts;
+  return async (app: FastifyInstance, ctx: TowerContext) => {
+    // Every open stream listens for shutdown: thousands of listeners are expected, not a leak.
+    setMaxListeners(0, ctx.shutdown);
+    const watch = new StreamWatch({ auth: ctx.auth, clock: ctx.clock, log: ctx.log });
+    app.addHook('onClose', async () => watch.stop());
+    await app.register(websocket, {
+      options: { perMessageDeflate: opts.wsCompression ?? false, maxPayload: 64 * 1024 },
+    });
+
+    app.get('/events/stream', {
+      config: { scope: 'feed:read', rateLimitExempt: true },
+      schema: { querystring: StreamQuery },
+      handler: async (req, reply) => {
+        const q = req.query as StreamQuery;
+        const after = parseAfter(req, q);
+        const principal = req.principal;
+        reply.hijack();
+        const res = reply.raw;
+        res.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache, no-transform',
+          'x-accel-buffering': 'no',
+          connection: 'keep-alive',
+        });
+        res.write('retry: 1000\n\n');
+        let sub: Subscription | null = null;
+        let closed = false;
+        // The hub delivers a page of events to every stream in one synchronous pass: the
+        // stream collects that pass into one string and writes it once (one syscall per page,
+        // not per event), with its rate_limit block computed once per page.
+        let pending = '';
+        let block: string | null = null;
+        const flush = () => {
+          if (!closed && pending && !res.destroyed) res.write(pending);
+          pending = '';
+          block = null;
+        };
+        const finish = (comment: string | null) => {
+          if (closed) return;
+          flush();
+          closed = true;
+          unwatch();
+          sub?.close();
+          if (comment && !res.writableEnded) res.end(`: ${comment}\n\n`);
+          else if (!res.writableEnded) res.end();
+        };
+        const unwatch = watch.add(headerOf(req), {
+          keepalive: () => res.write(': keep-alive\n\n'),
+          end: (why) => finish(why),
+        });
+        res.on('close', () => finish(null));
+        const onShutdown = () => finish('tower shutting down');
+        ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
+        res.on('close', () => ctx.shutdown.removeEventListener('abort', onShutdown));
+        sub = await hub.subscribe(principal, filterOf(q), after, {
+          deliver(ev) {
+            if (closed) return true;
+            if (!pending) {
+              process.nextTick(flush);
+              block = rateLimitJson(ctx, principal);
+            }
+            pending += `id: ${ev.id}\ndata: ${eventJson(ev, block)}\n\n`;
+            // Only what earlier passes left unsent counts: a reading consumer's socket takes
+            // each pass at once, so a burst larger than the limit does not cut it off, while
+            // one that stopped reading passes the limit within a pass or two (memory stays
+            // bounded by the limit plus one pass).
+            return res.writableLength <= STREAM_BUFFER_LIMIT;
+          },
+          busy: () => !closed && res.writableLength + pending.length > REPLAY_SOFT_LIMIT,
+          drained: () => {
+            // Hand what the replay collected to the response; past the soft limit that write
+            // returned false, so 'drain' will come.
+            flush();
+            if (closed || res.writableLength <= REPLAY_SOFT_LIMIT) return Promise.resolve();
+            return new Promise<void>((resolve) => {
+              const done = () => {
+                res.off('drain', done);
+                res.off('close', done);
+                resolve();
+              };
+              res.on('drain', done);
+              res.on('close', done);
+            });
+          },
+          reset(info: ResetInfo) {
+            if (!closed) res.write(`event: reset\ndata: ${JSON.stringify(info)}\n\n`);
+          },
+          closed(reason) {
+            // An overflowing consumer is cut off hard: its unread buffer is dropped.
+            if (reason === 'overflow') {
+              closed = true;
+              unwatch();
+              res.destroy();
+            } else finish(reason === 'shutdown' ? 'tower shutting down' : 'feed error; resume by id');
+          },
+        });
+        if (closed) sub.close();
+      },
+    });
+
+    app.get(
+      '/events/ws',
+      {
+        config: { scope: 'feed:read', rateLimitExempt: true },
+        schema: { querystring: StreamQuery },
+        websocket: true,
+      },
+      async (socket: WebSocket, req: FastifyRequest) => {
+        const q = req.query as StreamQuery;
+        let after: bigint | null;
+        try {
+          after = parseAfter(req, q);
+        } catch (e) {
+          socket.close(1008, (e as Error).message.slice(0, 120));
+          return;
+        }
+        const principal = req.principal;
+        let sub: Subscription | null = null;
+        let closed = false;
+        // Replay waits here until the socket has written out enough (send callbacks).
+        let waiters: (() => void)[] = [];
+        const wakeWaiters = () => {
+          const w = waiters;
+          waiters = [];
+          for (const r of w) r();
+        };
+        const afterSend = () => {
+          if (waiters.length > 0 && (closed || socket.bufferedAmount <= REPLAY_SOFT_LIMIT / 2)) wakeWaiters();
+        };
+        socket.on('close', wakeWaiters);
+        const finish = (code: number, why: string) => {
+          if (closed) return;
+          closed = true;
+          unwatch();
+          sub?.close();
+          socket.close(code, why);
+        };
+        const unwatch = watch.add(headerOf(req), {
+          keepalive: () => socket.ping(),
+          // A close reason is at most 123 bytes.
+          end: (why) => finish(1008, why.slice(0, 120)),
+        });
+        socket.on('close', () => {
+          closed = true;
+          unwatch();
+          sub?.close();
+        });
+        // Clients send nothing; anything they send is ignored (the stream is one-way).
+        socket.on('message', () => {});
+        const onShutdown = () => finish(1001, 'tower shutting down');
+        ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
+        socket.on('close', () => ctx.shutdown.removeEventListener('abort', onShutdown));
+        sub = await hub.subscribe(principal, filterOf(q), after, {
+          deliver(ev) {
+            if (closed) return true;
+            socket.send(withRateLimit(ctx, principal, ev), afterSend);
+            return socket.bufferedAmount <= STREAM_BUFFER_LIMIT;
+          },
+          busy: () => !closed && socket.bufferedAmount > REPLAY_SOFT_LIMIT,
+          drained: () =>
+            new Promise<void>((resolve) => {
+              waiters.push(resolve);
+            }),
+          reset(info) {
+            if (!closed) socket.send(JSON.stringify({ type: 'reset', ...info }));
+          },
+          closed(reason) {
+            if (reason === 'overflow') {
+              closed = true;
+              unwatch();
+              socket.terminate();
+            } else finish(reason === 'shutdown' ? 1001 : 1011, reason);
+          },
+        });
+        if (closed) sub.close();
+      },
+    );
+
+    // Events published by svcd (agent lifecycle, progress, cron fires). The key makes a batch
+    // retried after a lost reply land once; the node id is stamped by the tower, not trusted.
+    app.post('/nodes/events', {
+      config: { scope: 'feed:read' },
+      schema: { body: NodeEventsBody },
+      handler: async (req, reply) => {
+        const nodeId = req.principal.nodeId;
+        if (!nodeId) throw new SvcError('forbidden', 'only nodes publish here: use a node credential');
+        const body = req.body as NodeEventsBody;
+        for (const e of body.events) {
+          if (e.domain_id && req.principal.domains !== null && !req.principal.domains.includes(e.domain_id)) {
+            throw new SvcError('forbidden', `this node may not publish events of domain ${e.domain_id}`);
+          }
+        }
+        const accepted = await ctx.write(async (tx) => {
+          const keys = body.events.map((e) => `${nodeId}:${e.key}`);
+          const seen = new Set(
+            (await tx.db.selectFrom('node_event_keys').select('key').where('key', 'in', keys).execute()).map(
+              (r) => r.key,
+            ),
+          );
+          let n = 0;
+          for (const e of body.events) {
+            const key = `${nodeId}:${e.key}`;
+            if (seen.has(key)) continue;
+            seen.add(key);
+            await tx.db.insertInto('node_event_keys').values({ key, created_at: tx.now }).execute();
+            tx.emit({
+              type: e.type,
+              domain_id: e.domain_id ?? null,
+              mission_id: e.mission_id ?? null,
+              agent_id: e.agent_id ?? null,
+              status: e.status ?? null,
+              payload: { ...e.payload, node_id: nodeId },
+            });
+            n++;
+          }
+          return n;
+        });
+        return reply.code(202).send({ accepted, duplicates: body.events.length - accepted });
+      },
+    });
+  };
+}

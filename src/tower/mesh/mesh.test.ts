@@ -1,0 +1,230 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/poll.js';
+import { STORES, startTestTower, type TestTower } from '../../../test/support/tower.js';
+import { FakeClock } from '../../lib/clock.js';
+
+interface Task {
+  id: string;
+  state: string;
+  attempt: number;
+  claimed_by: string | null;
+  failure_reason: string | null;
+  parent_id: string | null;
+}
+interface Claim {
+  task: Task;
+  lease_id: string;
+  lease_seconds: number;
+}
+
+describe.each(STORES)('mesh tasks on %s', (store) => {
+  let t: TestTower;
+  const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
+  let node: { id: string; jwt: string };
+  let domainId: string;
+  let missionId: string;
+
+  beforeAll(async () => {
+    t = await startTestTower(store, { clock });
+    node = (await t.call('POST', '/nodes', { hostname: `mesh-${store}` })).body as typeof node;
+    domainId = ((await t.call('POST', '/domains', { name: 'mesh' })).body as { id: string }).id;
+    missionId = ((await t.call('POST', `/domains/${domainId}/m`, { name: 'work' })).body as { id: string })
+      .id;
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const enroll = async (caps: string[] = [], domain = domainId) => {
+    const r = await t.call(
+      'POST',
+      '/agents',
+      { domain_id: domain, runtime: 'beta_cli', capabilities: caps },
+      node.jwt,
+    );
+    expect(r.status).toBe(201);
+    return r.body as { id: string };
+  };
+  const submit = async (body: Record<string, unknown>, mission = missionId) =>
+    t.call('POST', `/work/missions/${mission}/tasks`, { title: 'job', ...body });
+  const mcp = async (tool: string, args: Record<string, unknown>, token: string | undefined = node.jwt) =>
+    t.call('POST', '/mcp/call', { tool, args }, token);
+  const claim = async (agentId: string) =>
+    (await mcp('claim_mesh_task', { agent_id: agentId, mission_id: missionId })).body.result as Claim | null;
+  /** Claims until nothing is left, so earlier tests' tasks do not leak into later ones. */
+  const drain = async (agentId: string) => {
+    for (let c = await claim(agentId); c; c = await claim(agentId)) {
+      await mcp('complete_mesh_task', { task_id: c.task.id, lease_id: c.lease_id });
+    }
+  };
+
+  it('enrols agents with a node credential only', async () => {
+    const a = await enroll(['gpu']);
+    expect(a).toMatchObject({
+      node_id: node.id,
+      domain_id: domainId,
+      runtime: 'beta_cli',
+      capabilities: ['gpu'],
+      status: 'idle',
+    });
+    const byAdmin = await t.call('POST', '/agents', { domain_id: domainId, runtime: 'beta_cli' });
+    expect(byAdmin.status).toBe(403);
+    expect((await t.call('GET', `/agents/${a.id}`)).body.id).toBe(a.id);
+    expect(
+      ((await t.call('GET', `/agents?node_id=${node.id}`)).body.items as unknown[]).length,
+    ).toBeGreaterThan(0);
+  });
+
+  it('claims by priority then age, fences stale leases, and retries only failed tasks', async () => {
+    const agent = await enroll();
+    await drain(agent.id);
+    const low = (await submit({ title: 'low', priority: 1 })).body as unknown as Task;
+    const high = (await submit({ title: 'high', priority: 5 })).body as unknown as Task;
+    const low2 = (await submit({ title: 'low2', priority: 1 })).body as unknown as Task;
+    const c1 = await claim(agent.id);
+    expect(c1?.task.id).toBe(high.id);
+    expect(c1?.lease_seconds).toBe(60);
+    expect((await claim(agent.id))?.task.id).toBe(low.id);
+    const c3 = await claim(agent.id);
+    expect(c3?.task.id).toBe(low2.id);
+    expect(await claim(agent.id)).toBeNull();
+
+    const stale = await mcp('complete_mesh_task', { task_id: high.id, lease_id: 'lease_wrong' });
+    expect(stale.status).toBe(409);
+    expect(stale.body.code).toBe('stale_lease');
+    const started = await mcp('start_mesh_task', { task_id: high.id, lease_id: c1?.lease_id });
+    expect((started.body.result as Task).state).toBe('running');
+    await mcp('report_progress', { task_id: high.id, lease_id: c1?.lease_id, message: 'half', percent: 50 });
+    const done = await mcp('complete_mesh_task', {
+      task_id: high.id,
+      lease_id: c1?.lease_id,
+      result: { ok: 1 },
+    });
+    expect(done.body.result).toMatchObject({ state: 'completed', result: { ok: 1 } });
+    expect((await t.call('POST', `/work/tasks/${high.id}/retry`)).status).toBe(409);
+
+    const failed = await mcp('fail_mesh_task', {
+      task_id: low2.id,
+      lease_id: c3?.lease_id,
+      reason: 'exit 2',
+    });
+    expect(failed.body.result).toMatchObject({ state: 'failed', failure_reason: 'exit 2' });
+    const retried = await t.call('POST', `/work/tasks/${low2.id}/retry`);
+    expect(retried.body).toMatchObject({ state: 'pending', attempt: 2, failure_reason: null });
+    expect((await claim(agent.id))?.task.id).toBe(low2.id);
+
+    const events = await t.tower.ctx.store.db
+      .selectFrom('events')
+      .select(['type', 'status', 'payload'])
+      .where('mission_id', '=', missionId)
+      .execute();
+    const forHigh = events.filter((e) => (JSON.parse(e.payload) as { id?: string }).id === high.id);
+    expect(forHigh.map((e) => e.status)).toEqual(['pending', 'claimed', 'running', 'completed']);
+    expect(events.some((e) => e.type === 'progress')).toBe(true);
+  });
+
+  it('honours assigned agents and required capabilities', async () => {
+    const plain = await enroll();
+    const gpu = await enroll(['gpu', 'linux']);
+    await drain(plain.id);
+    await drain(gpu.id);
+    expect((await submit({ claim_policy: 'assigned' })).status).toBe(400);
+    const assigned = (await submit({ claim_policy: 'assigned', assigned_agent_id: gpu.id }))
+      .body as unknown as Task;
+    const needsGpu = (await submit({ required_capabilities: ['gpu'] })).body as unknown as Task;
+    expect(await claim(plain.id)).toBeNull();
+    const got = [(await claim(gpu.id))?.task.id, (await claim(gpu.id))?.task.id].sort();
+    expect(got).toEqual([assigned.id, needsGpu.id].sort());
+  });
+
+  it('returns expired leases to pending and fails a task past max_attempts', async () => {
+    const agent = await enroll();
+    await drain(agent.id);
+    const task = (await submit({ max_attempts: 2, lease_seconds: 10 })).body as unknown as Task;
+    const first = await claim(agent.id);
+    expect(first?.task.id).toBe(task.id);
+    const stateOf = async () =>
+      ((await t.call('GET', `/work/tasks/${task.id}`)).body as unknown as Task).state;
+    // The sweeper runs every second of the tower's clock: step it until the sweep happened.
+    await clock.advance(10_000);
+    await waitFor('the sweep', async () => {
+      await clock.advance(1000);
+      return (await stateOf()) === 'pending';
+    });
+    expect(((await t.call('GET', `/work/tasks/${task.id}`)).body as unknown as Task).attempt).toBe(2);
+    const late = await mcp('heartbeat_mesh_task', { task_id: task.id, lease_id: first?.lease_id });
+    expect(late.status).toBe(409);
+    const second = await claim(agent.id);
+    expect(second?.task.id).toBe(task.id);
+    // A heartbeat keeps it; then it stops.
+    await clock.advance(6_000);
+    expect((await mcp('heartbeat_mesh_task', { task_id: task.id, lease_id: second?.lease_id })).status).toBe(
+      200,
+    );
+    await clock.advance(6_000);
+    expect(await stateOf()).toBe('claimed');
+    await waitFor('the final sweep', async () => {
+      await clock.advance(1000);
+      return (await stateOf()) === 'failed';
+    });
+    expect(((await t.call('GET', `/work/tasks/${task.id}`)).body as unknown as Task).failure_reason).toMatch(
+      /lease expired on attempt 2 of 2/,
+    );
+  });
+
+  it('runs a broadcast task once per eligible agent', async () => {
+    const d = ((await t.call('POST', '/domains', { name: 'bcast' })).body as { id: string }).id;
+    const m = ((await t.call('POST', `/domains/${d}/m`, { name: 'b' })).body as { id: string }).id;
+    const a1 = await enroll(['x'], d);
+    const a2 = await enroll(['x'], d);
+    await enroll([], d);
+    const parent = (await submit({ claim_policy: 'broadcast', required_capabilities: ['x'] }, m))
+      .body as unknown as Task;
+    const runs = ((await t.call('GET', `/work/missions/${m}/tasks`)).body.items as Task[]).filter(
+      (x) => x.parent_id === parent.id,
+    );
+    expect(runs.length).toBe(2);
+    for (const a of [a1, a2]) {
+      const c = (await mcp('claim_mesh_task', { agent_id: a.id })).body.result as Claim;
+      expect(c.task.parent_id).toBe(parent.id);
+      expect((await mcp('claim_mesh_task', { agent_id: a.id })).body.result).toBeNull();
+      await mcp('complete_mesh_task', { task_id: c.task.id, lease_id: c.lease_id });
+    }
+    expect(((await t.call('GET', `/work/tasks/${parent.id}`)).body as unknown as Task).state).toBe(
+      'completed',
+    );
+  });
+
+  it('cancels once; a cancelled task is not claimable', async () => {
+    const agent = await enroll();
+    await drain(agent.id);
+    const task = (await submit({})).body as unknown as Task;
+    expect((await t.call('POST', `/work/tasks/${task.id}/cancel`)).body.state).toBe('cancelled');
+    expect((await t.call('POST', `/work/tasks/${task.id}/cancel`)).status).toBe(409);
+    expect(await claim(agent.id)).toBeNull();
+  });
+
+  it('gives each task to exactly one of many concurrent claimers', async () => {
+    const d = ((await t.call('POST', '/domains', { name: 'race' })).body as { id: string }).id;
+    const m = ((await t.call('POST', `/domains/${d}/m`, { name: 'r' })).body as { id: string }).id;
+    const agents = await Promise.all(Array.from({ length: 12 }, () => enroll([], d)));
+    for (let i = 0; i < 8; i++) await submit({ title: `r${i}` }, m);
+    const claims = await Promise.all(
+      agents.map(async (a) => (await mcp('claim_mesh_task', { agent_id: a.id })).body.result as Claim | null),
+    );
+    const ids = claims.filter((c) => c !== null).map((c) => c.task.id);
+    expect(ids.length).toBe(8);
+    expect(new Set(ids).size).toBe(8);
+  });
+
+  it('validates tool arguments against the schema pack', async () => {
+    const bad = await mcp('claim_mesh_task', { agent_id: 5 });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('args/agent_id');
+    expect((await mcp('no_such_tool', {})).status).toBe(404);
+    const other = await mcp('claim_mesh_task', { agent_id: 'ag_nope' });
+    expect(other.body.code).toBe('agent_not_found');
+    const listed = await mcp('list_mesh_tasks', { mission_id: missionId, state: 'completed' });
+    expect((listed.body.result as { items: Task[] }).items.length).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,109 @@
+// The mesh area's tables: enrolled agents and mesh tasks (with broadcast runs as child rows).
+import type { Kysely } from 'kysely';
+import type { Migration } from '../store/migrations.js';
+
+export interface AgentRow {
+  id: string;
+  node_id: string;
+  domain_id: string;
+  name: string;
+  runtime: string;
+  /** JSON array of strings. */
+  capabilities: string;
+  status: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MeshTaskRow {
+  id: string;
+  mission_id: string;
+  domain_id: string;
+  parent_id: string | null;
+  title: string;
+  description: string;
+  claim_policy: string;
+  priority: number;
+  assigned_agent_id: string | null;
+  /** JSON array of strings. */
+  required_capabilities: string;
+  state: string;
+  attempt: number;
+  max_attempts: number;
+  lease_seconds: number;
+  lease_id: string | null;
+  lease_expires_at: string | null;
+  claimed_by: string | null;
+  /** JSON, or null. */
+  result: string | null;
+  failure_reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MeshTables {
+  agents: AgentRow;
+  mesh_tasks: MeshTaskRow;
+}
+
+export const meshMigration: Migration = {
+  version: 20,
+  name: 'mesh: agents, mesh tasks',
+  async up(db: Kysely<unknown>) {
+    await db.schema
+      .createTable('agents')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('node_id', 'text', (c) => c.notNull().references('nodes.id').onDelete('cascade'))
+      .addColumn('domain_id', 'text', (c) => c.notNull().references('domains.id').onDelete('cascade'))
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('runtime', 'text', (c) => c.notNull())
+      .addColumn('capabilities', 'text', (c) => c.notNull())
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .addColumn('updated_at', 'text', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('agents_node').on('agents').columns(['node_id', 'id']).execute();
+    await db.schema.createIndex('agents_domain').on('agents').columns(['domain_id', 'id']).execute();
+    await db.schema
+      .createTable('mesh_tasks')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('mission_id', 'text', (c) => c.notNull().references('missions.id').onDelete('cascade'))
+      .addColumn('domain_id', 'text', (c) => c.notNull())
+      .addColumn('parent_id', 'text')
+      .addColumn('title', 'text', (c) => c.notNull())
+      .addColumn('description', 'text', (c) => c.notNull())
+      .addColumn('claim_policy', 'text', (c) => c.notNull())
+      .addColumn('priority', 'integer', (c) => c.notNull())
+      .addColumn('assigned_agent_id', 'text')
+      .addColumn('required_capabilities', 'text', (c) => c.notNull())
+      .addColumn('state', 'text', (c) => c.notNull())
+      .addColumn('attempt', 'integer', (c) => c.notNull())
+      .addColumn('max_attempts', 'integer', (c) => c.notNull())
+      .addColumn('lease_seconds', 'integer', (c) => c.notNull())
+      .addColumn('lease_id', 'text')
+      .addColumn('lease_expires_at', 'text')
+      .addColumn('claimed_by', 'text')
+      .addColumn('result', 'text')
+      .addColumn('failure_reason', 'text')
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .addColumn('updated_at', 'text', (c) => c.notNull())
+      .execute();
+    // Claims: pending tasks of a domain, highest priority first, then oldest.
+    await db.schema
+      .createIndex('mesh_tasks_claim')
+      .on('mesh_tasks')
+      .columns(['domain_id', 'state', 'priority desc', 'id'])
+      .execute();
+    await db.schema
+      .createIndex('mesh_tasks_mission')
+      .on('mesh_tasks')
+      .columns(['mission_id', 'id'])
+      .execute();
+    await db.schema
+      .createIndex('mesh_tasks_lease')
+      .on('mesh_tasks')
+      .columns(['state', 'lease_expires_at'])
+      .execute();
+    await db.schema.createIndex('mesh_tasks_parent').on('mesh_tasks').column('parent_id').execute();
+  },
+};

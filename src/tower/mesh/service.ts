@@ -1,0 +1,525 @@
+// Mesh task transitions (DESIGN §3 Mesh tasks), shared by the REST routes and /mcp/call.
+// Every transition is one write with its `matrix` event. State checks are part of each
+// UPDATE (compare-and-set on state and lease), so two replicas racing on one task cannot both
+// win: on PostgreSQL the loser's UPDATE re-reads the committed row and matches nothing.
+import { randomBytes } from 'node:crypto';
+import { iso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { SvcError } from '../../protocol/errors.js';
+import type { Claimed, MeshState, MeshTask, MeshTaskCreate } from '../../protocol/mesh.js';
+import { canSeeDomain, type Principal } from '../auth/principal.js';
+import type { TowerContext } from '../context.js';
+import type { Tx } from '../store/tx.js';
+import type { AgentRow, MeshTaskRow } from './migrations.js';
+
+const TERMINAL: string[] = ['completed', 'failed', 'cancelled'];
+const CLAIM_SCAN = 100;
+
+export function taskOf(r: MeshTaskRow): MeshTask {
+  return {
+    id: r.id,
+    mission_id: r.mission_id,
+    domain_id: r.domain_id,
+    title: r.title,
+    description: r.description,
+    claim_policy: r.claim_policy as MeshTask['claim_policy'],
+    priority: Number(r.priority),
+    assigned_agent_id: r.assigned_agent_id,
+    required_capabilities: JSON.parse(r.required_capabilities) as string[],
+    state: r.state as MeshState,
+    attempt: Number(r.attempt),
+    max_attempts: Number(r.max_attempts),
+    lease_seconds: Number(r.lease_seconds),
+    claimed_by: r.claimed_by,
+    result: r.result === null ? null : (JSON.parse(r.result) as unknown),
+    failure_reason: r.failure_reason,
+    parent_id: r.parent_id,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+
+function transitionEvent(tx: Tx, t: MeshTask, action: string, extra: Record<string, unknown> = {}): void {
+  tx.emit({
+    type: 'matrix',
+    domain_id: t.domain_id,
+    mission_id: t.mission_id,
+    agent_id: t.claimed_by ?? t.assigned_agent_id,
+    status: t.state,
+    payload: {
+      entity: 'mesh_task',
+      action,
+      id: t.id,
+      title: t.title,
+      state: t.state,
+      attempt: t.attempt,
+      ...(t.parent_id ? { parent_id: t.parent_id } : {}),
+      ...extra,
+    },
+  });
+}
+
+export interface MeshHooks {
+  /** A task became claimable (new, retried, lease expired): tell nodes that could take it. */
+  onClaimable?(task: MeshTask): void;
+  /** A task was cancelled while claimed or running: tell the node running it. */
+  onCancelled?(task: MeshTask): void;
+}
+
+export class MeshService {
+  constructor(
+    private readonly ctx: TowerContext,
+    private readonly hooks: MeshHooks = {},
+  ) {}
+
+  private async load(db: Tx['db'], p: Principal, taskId: string): Promise<MeshTaskRow> {
+    const row = await db.selectFrom('mesh_tasks').selectAll().where('id', '=', taskId).executeTakeFirst();
+    if (!row || !canSeeDomain(p, row.domain_id))
+      throw new SvcError('not_found', `mesh task ${taskId} not found`);
+    return row;
+  }
+
+  async get(p: Principal, taskId: string): Promise<MeshTask> {
+    return taskOf(await this.load(this.ctx.store.db as unknown as Tx['db'], p, taskId));
+  }
+
+  async list(p: Principal, missionId: string, q: { state?: MeshState; limit: number; after: string | null }) {
+    const mission = await this.ctx.store.db
+      .selectFrom('missions')
+      .select(['id', 'domain_id'])
+      .where('id', '=', missionId)
+      .executeTakeFirst();
+    if (!mission || !canSeeDomain(p, mission.domain_id)) {
+      throw new SvcError('not_found', `mission ${missionId} not found`);
+    }
+    let sel = this.ctx.store.db
+      .selectFrom('mesh_tasks')
+      .selectAll()
+      .where('mission_id', '=', missionId)
+      .orderBy('id')
+      .limit(q.limit + 1);
+    if (q.state) sel = sel.where('state', '=', q.state);
+    if (q.after !== null) sel = sel.where('id', '>', q.after);
+    return (await sel.execute()).map(taskOf);
+  }
+
+  async create(p: Principal, missionId: string, body: MeshTaskCreate): Promise<MeshTask> {
+    const policy = body.claim_policy ?? 'first_claim';
+    if (policy === 'assigned' && !body.assigned_agent_id) {
+      throw new SvcError(
+        'validation_failed',
+        'body/assigned_agent_id: required when claim_policy is "assigned"',
+        {
+          errors: [{ field: 'body/assigned_agent_id', message: 'required when claim_policy is "assigned"' }],
+        },
+      );
+    }
+    if (policy !== 'assigned' && body.assigned_agent_id) {
+      throw new SvcError('validation_failed', 'body/assigned_agent_id: only with claim_policy "assigned"', {
+        errors: [{ field: 'body/assigned_agent_id', message: 'only with claim_policy "assigned"' }],
+      });
+    }
+    const created: MeshTask[] = [];
+    const task = await this.ctx.write(async (tx) => {
+      const mission = await tx.db
+        .selectFrom('missions')
+        .select(['id', 'domain_id'])
+        .where('id', '=', missionId)
+        .executeTakeFirst();
+      if (!mission || !canSeeDomain(p, mission.domain_id)) {
+        throw new SvcError('not_found', `mission ${missionId} not found`);
+      }
+      const caps = body.required_capabilities ?? [];
+      const base: MeshTaskRow = {
+        id: newId('mt', tx.nowMs),
+        mission_id: missionId,
+        domain_id: mission.domain_id,
+        parent_id: null,
+        title: body.title,
+        description: body.description ?? '',
+        claim_policy: policy,
+        priority: body.priority ?? 0,
+        assigned_agent_id: body.assigned_agent_id ?? null,
+        required_capabilities: JSON.stringify(caps),
+        state: 'pending',
+        attempt: 1,
+        max_attempts: body.max_attempts ?? 3,
+        lease_seconds: body.lease_seconds ?? 60,
+        lease_id: null,
+        lease_expires_at: null,
+        claimed_by: null,
+        result: null,
+        failure_reason: null,
+        created_at: tx.now,
+        updated_at: tx.now,
+      };
+      await tx.db.insertInto('mesh_tasks').values(base).execute();
+      const parent = taskOf(base);
+      transitionEvent(tx, parent, 'created');
+      if (policy !== 'broadcast') {
+        created.push(parent);
+        return parent;
+      }
+      // Broadcast: one run per eligible agent enrolled now, each claimable only by its agent.
+      const agents = await tx.db
+        .selectFrom('agents')
+        .selectAll()
+        .where('domain_id', '=', mission.domain_id)
+        .orderBy('id')
+        .execute();
+      for (const a of agents.filter((a) => hasCaps(a, caps))) {
+        const run: MeshTaskRow = {
+          ...base,
+          id: newId('mt', tx.nowMs),
+          parent_id: base.id,
+          claim_policy: 'assigned',
+          assigned_agent_id: a.id,
+        };
+        await tx.db.insertInto('mesh_tasks').values(run).execute();
+        const t = taskOf(run);
+        transitionEvent(tx, t, 'created');
+        created.push(t);
+      }
+      return parent;
+    });
+    for (const t of created) this.hooks.onClaimable?.(t);
+    return task;
+  }
+
+  /**
+   * Claims the best task `agentId` may take: highest priority, then oldest; assigned tasks
+   * only by their agent; required capabilities must be a subset of the agent's. Null: none.
+   */
+  async claim(p: Principal, agentId: string, missionId?: string): Promise<Claimed | null> {
+    return this.ctx.write(async (tx) => {
+      const agent = await tx.db.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirst();
+      if (
+        !agent ||
+        !canSeeDomain(p, agent.domain_id) ||
+        (p.nodeId !== undefined && agent.node_id !== p.nodeId)
+      ) {
+        throw new SvcError(
+          'agent_not_found',
+          `agent ${agentId} is not enrolled here: run "svc daemon agent enroll"`,
+        );
+      }
+      let sel = tx.db
+        .selectFrom('mesh_tasks')
+        .selectAll()
+        .where('domain_id', '=', agent.domain_id)
+        .where('state', '=', 'pending')
+        .where((eb) => eb.or([eb('claim_policy', '=', 'first_claim'), eb('assigned_agent_id', '=', agentId)]))
+        .orderBy('priority', 'desc')
+        .orderBy('id')
+        .limit(CLAIM_SCAN);
+      if (missionId) sel = sel.where('mission_id', '=', missionId);
+      for (const row of await sel.execute()) {
+        if (!hasCaps(agent, JSON.parse(row.required_capabilities) as string[])) continue;
+        const leaseId = `lease_${randomBytes(12).toString('hex')}`;
+        const expires = iso(tx.nowMs + Number(row.lease_seconds) * 1000);
+        const res = await tx.db
+          .updateTable('mesh_tasks')
+          .set({
+            state: 'claimed',
+            lease_id: leaseId,
+            lease_expires_at: expires,
+            claimed_by: agentId,
+            updated_at: tx.now,
+          })
+          .where('id', '=', row.id)
+          .where('state', '=', 'pending')
+          .executeTakeFirst();
+        if (Number(res.numUpdatedRows) !== 1) continue;
+        const task = taskOf({ ...row, state: 'claimed', claimed_by: agentId, updated_at: tx.now });
+        transitionEvent(tx, task, 'claimed');
+        return { task, lease_id: leaseId, lease_seconds: Number(row.lease_seconds) };
+      }
+      return null;
+    });
+  }
+
+  /** A lease-holding transition: compare-and-set on the lease, then the new state. */
+  private async leased(
+    p: Principal,
+    taskId: string,
+    leaseId: string,
+    from: MeshState[],
+    change: (row: MeshTaskRow, tx: Tx) => Partial<MeshTaskRow> | null,
+    action: string,
+    extra: (row: MeshTaskRow) => Record<string, unknown> = () => ({}),
+  ): Promise<MeshTask> {
+    return this.ctx.write(async (tx) => {
+      const row = await this.load(tx.db, p, taskId);
+      if (row.lease_id !== leaseId || !from.includes(row.state as MeshState)) {
+        throw new SvcError(
+          'stale_lease',
+          `lease ${leaseId} is not the current lease of mesh task ${taskId} (state ${row.state}): the task was reclaimed, cancelled or finished`,
+        );
+      }
+      const set = change(row, tx);
+      if (set === null) return taskOf(row);
+      const res = await tx.db
+        .updateTable('mesh_tasks')
+        .set({ ...set, updated_at: tx.now })
+        .where('id', '=', taskId)
+        .where('lease_id', '=', leaseId)
+        .where('state', '=', row.state)
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) !== 1) {
+        throw new SvcError(
+          'stale_lease',
+          `mesh task ${taskId} changed meanwhile: lease ${leaseId} is no longer current`,
+        );
+      }
+      const t = taskOf({ ...row, ...set, updated_at: tx.now } as MeshTaskRow);
+      if (action !== 'heartbeat') transitionEvent(tx, t, action, extra(row));
+      if (TERMINAL.includes(t.state)) await this.settleParent(tx, t);
+      return t;
+    });
+  }
+
+  start(p: Principal, taskId: string, leaseId: string) {
+    return this.leased(
+      p,
+      taskId,
+      leaseId,
+      ['claimed', 'running'],
+      (row) => (row.state === 'running' ? null : { state: 'running' }),
+      'started',
+    );
+  }
+
+  async heartbeat(p: Principal, taskId: string, leaseId: string): Promise<{ lease_expires_at: string }> {
+    let expires = '';
+    await this.leased(
+      p,
+      taskId,
+      leaseId,
+      ['claimed', 'running'],
+      (row, tx) => {
+        expires = iso(tx.nowMs + Number(row.lease_seconds) * 1000);
+        return { lease_expires_at: expires };
+      },
+      'heartbeat',
+    );
+    return { lease_expires_at: expires };
+  }
+
+  async progress(
+    p: Principal,
+    taskId: string,
+    leaseId: string,
+    update: { message: string; percent?: number; data?: Record<string, unknown> },
+  ): Promise<void> {
+    await this.ctx.write(async (tx) => {
+      const row = await this.load(tx.db, p, taskId);
+      if (row.lease_id !== leaseId || !['claimed', 'running'].includes(row.state)) {
+        throw new SvcError('stale_lease', `lease ${leaseId} is not the current lease of mesh task ${taskId}`);
+      }
+      tx.emit({
+        type: 'progress',
+        domain_id: row.domain_id,
+        mission_id: row.mission_id,
+        agent_id: row.claimed_by,
+        status: row.state,
+        payload: {
+          task_id: taskId,
+          kind: 'progress',
+          text: update.message,
+          ...(update.percent !== undefined ? { percent: update.percent } : {}),
+          ...(update.data ? { data: update.data } : {}),
+        },
+      });
+    });
+  }
+
+  complete(p: Principal, taskId: string, leaseId: string, result: unknown) {
+    return this.leased(
+      p,
+      taskId,
+      leaseId,
+      ['claimed', 'running'],
+      () => ({
+        state: 'completed',
+        result: result === undefined ? null : JSON.stringify(result),
+        lease_id: null,
+        lease_expires_at: null,
+      }),
+      'completed',
+    );
+  }
+
+  fail(p: Principal, taskId: string, leaseId: string, reason: string) {
+    return this.leased(
+      p,
+      taskId,
+      leaseId,
+      ['claimed', 'running'],
+      () => ({ state: 'failed', failure_reason: reason, lease_id: null, lease_expires_at: null }),
+      'failed',
+      () => ({ reason }),
+    );
+  }
+
+  async retry(p: Principal, taskId: string): Promise<MeshTask> {
+    const task = await this.ctx.write(async (tx) => {
+      const row = await this.load(tx.db, p, taskId);
+      if (row.state !== 'failed') {
+        throw new SvcError(
+          'illegal_transition',
+          `mesh task ${taskId} is ${row.state}: only a failed task can be retried`,
+        );
+      }
+      const set = {
+        state: 'pending',
+        attempt: Number(row.attempt) + 1,
+        max_attempts: Math.max(Number(row.max_attempts), Number(row.attempt) + 1),
+        failure_reason: null,
+        claimed_by: null,
+        lease_id: null,
+        lease_expires_at: null,
+        updated_at: tx.now,
+      };
+      const res = await tx.db
+        .updateTable('mesh_tasks')
+        .set(set)
+        .where('id', '=', taskId)
+        .where('state', '=', 'failed')
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) !== 1)
+        throw new SvcError('illegal_transition', `mesh task ${taskId} changed meanwhile`);
+      const t = taskOf({ ...row, ...set });
+      transitionEvent(tx, t, 'retried');
+      return t;
+    });
+    this.hooks.onClaimable?.(task);
+    return task;
+  }
+
+  async cancel(p: Principal, taskId: string): Promise<MeshTask> {
+    let wasHeld = false;
+    const task = await this.ctx.write(async (tx) => {
+      const row = await this.load(tx.db, p, taskId);
+      if (TERMINAL.includes(row.state as MeshState)) {
+        throw new SvcError('illegal_transition', `mesh task ${taskId} is already ${row.state}`);
+      }
+      wasHeld = row.state !== 'pending';
+      const set = { state: 'cancelled', lease_id: null, lease_expires_at: null, updated_at: tx.now };
+      const res = await tx.db
+        .updateTable('mesh_tasks')
+        .set(set)
+        .where('id', '=', taskId)
+        .where('state', '=', row.state)
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) !== 1)
+        throw new SvcError('illegal_transition', `mesh task ${taskId} changed meanwhile`);
+      const t = taskOf({ ...row, ...set });
+      transitionEvent(tx, t, 'cancelled');
+      // Cancelling a broadcast task cancels its runs that have not ended.
+      const runs = await tx.db
+        .selectFrom('mesh_tasks')
+        .selectAll()
+        .where('parent_id', '=', taskId)
+        .where('state', 'in', ['pending', 'claimed', 'running'])
+        .execute();
+      for (const r of runs) {
+        await tx.db.updateTable('mesh_tasks').set(set).where('id', '=', r.id).execute();
+        transitionEvent(tx, taskOf({ ...r, ...set }), 'cancelled');
+      }
+      await this.settleParent(tx, t);
+      return t;
+    });
+    if (wasHeld) this.hooks.onCancelled?.(task);
+    return task;
+  }
+
+  /**
+   * Returns tasks whose lease expired to `pending` (attempt + 1), or fails them past
+   * max_attempts. Returns how many were swept.
+   */
+  async sweep(): Promise<number> {
+    const requeued: MeshTask[] = [];
+    const n = await this.ctx.write(async (tx) => {
+      const expired = await tx.db
+        .selectFrom('mesh_tasks')
+        .selectAll()
+        .where('state', 'in', ['claimed', 'running'])
+        .where('lease_expires_at', '<', tx.now)
+        .orderBy('lease_expires_at')
+        .limit(500)
+        .execute();
+      let count = 0;
+      for (const row of expired) {
+        const exhausted = Number(row.attempt) >= Number(row.max_attempts);
+        const set = exhausted
+          ? {
+              state: 'failed',
+              failure_reason: `lease expired on attempt ${row.attempt} of ${row.max_attempts} (agent ${row.claimed_by ?? '?'} stopped heartbeating)`,
+              lease_id: null,
+              lease_expires_at: null,
+              updated_at: tx.now,
+            }
+          : {
+              state: 'pending',
+              attempt: Number(row.attempt) + 1,
+              claimed_by: null,
+              lease_id: null,
+              lease_expires_at: null,
+              updated_at: tx.now,
+            };
+        const res = await tx.db
+          .updateTable('mesh_tasks')
+          .set(set)
+          .where('id', '=', row.id)
+          .where('lease_id', '=', row.lease_id)
+          .where('state', '=', row.state)
+          .executeTakeFirst();
+        if (Number(res.numUpdatedRows) !== 1) continue;
+        const t = taskOf({ ...row, ...set } as MeshTaskRow);
+        transitionEvent(
+          tx,
+          t,
+          exhausted ? 'failed' : 'lease_expired',
+          exhausted ? { reason: t.failure_reason } : {},
+        );
+        if (exhausted) await this.settleParent(tx, t);
+        else requeued.push(t);
+        count++;
+      }
+      return count;
+    });
+    for (const t of requeued) this.hooks.onClaimable?.(t);
+    return n;
+  }
+
+  /** A broadcast parent ends when all its runs ended: completed if all completed. */
+  private async settleParent(tx: Tx, t: MeshTask): Promise<void> {
+    if (!t.parent_id) return;
+    const runs = await tx.db
+      .selectFrom('mesh_tasks')
+      .select('state')
+      .where('parent_id', '=', t.parent_id)
+      .execute();
+    if (runs.some((r) => !TERMINAL.includes(r.state as MeshState))) return;
+    const parent = await tx.db
+      .selectFrom('mesh_tasks')
+      .selectAll()
+      .where('id', '=', t.parent_id)
+      .executeTakeFirst();
+    if (!parent || TERMINAL.includes(parent.state as MeshState)) return;
+    const state = runs.every((r) => r.state === 'completed') ? 'completed' : 'failed';
+    const set = {
+      state,
+      failure_reason: state === 'failed' ? 'one or more broadcast runs did not complete' : null,
+      updated_at: tx.now,
+    };
+    await tx.db.updateTable('mesh_tasks').set(set).where('id', '=', parent.id).execute();
+    transitionEvent(tx, taskOf({ ...parent, ...set }), state);
+  }
+}
+
+function hasCaps(agent: AgentRow, required: string[]): boolean {
+  if (required.length === 0) return true;
+  const have = new Set(JSON.parse(agent.capabilities) as string[]);
+  return required.every((c) => have.has(c));
+}

@@ -1,0 +1,205 @@
+// The tower's end of node control channels (GET /nodes/connect, DESIGN §1/§3): one WebSocket
+// per connected svcd, opened with the node JWT. The node says hello (version, attach secret,
+// running agents); the tower answers welcome, then uses the channel for task_ready,
+// task_cancelled and attach.open. Both sides ping every HEARTBEAT_MS; a channel silent for
+// DEAD_AFTER_MS is closed, and the node's agents are marked offline.
+//
+// Presence is per replica: a node is connected to one replica at a time, so messages for it
+// are sent by the replica holding its channel; others do not see it. Work never depends on
+// task_ready arriving: workers also poll (DESIGN §4 Task worker).
+import type { FastifyInstance } from 'fastify';
+import type { WebSocket } from 'ws';
+import type { TimerHandle } from '../../lib/clock.js';
+import {
+  AgentStatusMsg,
+  CONTROL_PATH,
+  DEAD_AFTER_MS,
+  HEARTBEAT_MS,
+  Hello,
+  type TowerToNode,
+} from '../../protocol/control.js';
+import type { TowerContext } from '../context.js';
+import type { TowerPlugin } from '../http/app.js';
+import { makeAjv } from '../http/validation.js';
+
+interface Channel {
+  nodeId: string;
+  socket: WebSocket;
+  attachSecret: string;
+  version: string;
+  connectedAt: number;
+  lastSeen: number;
+}
+
+type Validator = ((x: unknown) => boolean) & { errors?: unknown[] | null };
+
+export class ControlHub {
+  private readonly channels = new Map<string, Channel>();
+  private readonly listeners = new Set<(nodeId: string, online: boolean) => void>();
+
+  /** True while the node has a live channel to this replica. */
+  isOnline(nodeId: string): boolean {
+    return this.channels.has(nodeId);
+  }
+
+  /** The attach secret the node registered on its current channel, or null. */
+  attachSecret(nodeId: string): string | null {
+    return this.channels.get(nodeId)?.attachSecret ?? null;
+  }
+
+  connectedNodes(): string[] {
+    return [...this.channels.keys()];
+  }
+
+  /** Sends a message on the node's channel; false when the node is not connected here. */
+  send(nodeId: string, msg: TowerToNode): boolean {
+    const c = this.channels.get(nodeId);
+    if (!c || c.socket.readyState !== c.socket.OPEN) return false;
+    c.socket.send(JSON.stringify(msg));
+    return true;
+  }
+
+  onPresence(fn: (nodeId: string, online: boolean) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** @internal */
+  register(c: Channel): Channel | undefined {
+    const previous = this.channels.get(c.nodeId);
+    this.channels.set(c.nodeId, c);
+    if (!previous) for (const l of this.listeners) l(c.nodeId, true);
+    return previous;
+  }
+
+  /** @internal */
+  unregister(c: Channel): boolean {
+    if (this.channels.get(c.nodeId) !== c) return false;
+    this.channels.delete(c.nodeId);
+    for (const l of this.listeners) l(c.nodeId, false);
+    return true;
+  }
+
+  closeAll(): void {
+    for (const c of this.channels.values()) c.socket.close(1001, 'tower shutting down');
+  }
+}
+
+export function controlRoutes(hub: ControlHub): TowerPlugin {
+  return (app: FastifyInstance, ctx: TowerContext) => {
+    const ajv = makeAjv(false);
+    const validHello = ajv.compile(Hello) as Validator;
+    const validStatus = ajv.compile(AgentStatusMsg) as Validator;
+    const log = ctx.log.child({ component: 'control' });
+
+    const setAgents = async (
+      nodeId: string,
+      statuses: { agent_id: string; status: string }[] | 'offline',
+    ) => {
+      try {
+        await ctx.write(async (tx) => {
+          if (statuses === 'offline') {
+            await tx.db
+              .updateTable('agents')
+              .set({ status: 'offline', updated_at: tx.now })
+              .where('node_id', '=', nodeId)
+              .execute();
+            return;
+          }
+          await tx.db
+            .updateTable('agents')
+            .set({ status: 'idle', updated_at: tx.now })
+            .where('node_id', '=', nodeId)
+            .where('status', '=', 'offline')
+            .execute();
+          for (const s of statuses) {
+            await tx.db
+              .updateTable('agents')
+              .set({ status: s.status, updated_at: tx.now })
+              .where('node_id', '=', nodeId)
+              .where('id', '=', s.agent_id)
+              .execute();
+          }
+        });
+      } catch (e) {
+        log.warn({ err: e, node: nodeId }, 'cannot record agent presence');
+      }
+    };
+
+    app.get(CONTROL_PATH, { config: { scope: 'feed:read' }, websocket: true }, (socket: WebSocket, req) => {
+      const nodeId = req.principal.nodeId;
+      if (!nodeId) {
+        socket.close(1008, 'node credential required');
+        return;
+      }
+      let channel: Channel | null = null;
+      let timer: TimerHandle | null = null;
+      let lastSeen = ctx.clock.now();
+      const seen = () => {
+        lastSeen = ctx.clock.now();
+        if (channel) channel.lastSeen = lastSeen;
+      };
+      const beat = () => {
+        timer = ctx.clock.setTimeout(() => {
+          if (ctx.clock.now() - lastSeen >= DEAD_AFTER_MS) {
+            log.info({ node: nodeId }, 'control channel silent; closing it');
+            socket.terminate();
+            return;
+          }
+          if (socket.readyState === socket.OPEN) socket.ping();
+          beat();
+        }, HEARTBEAT_MS);
+      };
+      beat();
+      socket.on('pong', seen);
+      socket.on('ping', seen);
+      socket.on('message', (data, isBinary) => {
+        seen();
+        if (isBinary) return;
+        let msg: unknown;
+        try {
+          msg = JSON.parse(String(data));
+        } catch {
+          socket.close(1007, 'messages are JSON text');
+          return;
+        }
+        const type = (msg as { type?: unknown }).type;
+        if (!channel) {
+          if (type !== 'hello' || !validHello(msg)) {
+            socket.close(1008, 'the first message must be a valid hello');
+            return;
+          }
+          const h = msg as Hello;
+          channel = {
+            nodeId,
+            socket,
+            attachSecret: h.attach_secret,
+            version: h.version,
+            connectedAt: ctx.clock.now(),
+            lastSeen,
+          };
+          const previous = hub.register(channel);
+          // A node reconnecting replaces its old channel (the old one may not know it is dead).
+          previous?.socket.close(4000, 'replaced by a newer channel');
+          socket.send(JSON.stringify({ type: 'welcome', node_id: nodeId, heartbeat_ms: HEARTBEAT_MS }));
+          log.info({ node: nodeId, version: h.version }, 'node connected');
+          void setAgents(nodeId, h.agents ?? []);
+          return;
+        }
+        if (type === 'agent_status' && validStatus(msg)) {
+          const s = msg as AgentStatusMsg;
+          void setAgents(nodeId, [{ agent_id: s.agent_id, status: s.status }]);
+        }
+        // Unknown messages are ignored: newer nodes may send more than this tower knows.
+      });
+      socket.on('close', () => {
+        timer?.cancel();
+        if (channel && hub.unregister(channel)) {
+          log.info({ node: nodeId }, 'node disconnected');
+          void setAgents(nodeId, 'offline');
+        }
+      });
+      socket.on('error', () => {});
+    });
+  };
+}

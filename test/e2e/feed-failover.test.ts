@@ -1,0 +1,197 @@
+// The feed under failure with real tower processes: one of two PostgreSQL replicas killed
+// with -9 during a burst of 10 000 node events (the client, the `eventsource` package, moves to
+// the other replica and resumes by id), and a consumer that stops reading being cut off while
+// another keeps receiving.
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { EventSource } from 'eventsource';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openStream } from '../support/feed-stream.js';
+import { createTestSchema } from '../support/pg.js';
+import { waitFor } from '../support/poll.js';
+import { startTowerProc, stopAll } from '../support/procs.js';
+import { makeTempDir } from '../support/tmp.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  await stopAll();
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function home(): string {
+  const tmp = makeTempDir('svc-feed-fo-');
+  cleanups.push(() => tmp.remove());
+  return tmp.dir;
+}
+
+async function post(url: string, token: string, path: string, body: unknown): Promise<number> {
+  const res = await fetch(url + path, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+async function registerNode(url: string, admin: string, hostname: string): Promise<string> {
+  const res = await fetch(`${url}/nodes`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ hostname }),
+  });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { jwt: string }).jwt;
+}
+
+describe('feed failover', () => {
+  it('loses and doubles nothing when one of two PostgreSQL replicas is killed during a burst', async () => {
+    const schema = await createTestSchema();
+    cleanups.push(() => schema.drop());
+    const h1 = home();
+    const flags = ['--database', schema.url, '--rate-limit', '0'];
+    const a = await startTowerProc({ SVC_HOME: h1 }, flags);
+    const b = await startTowerProc({ SVC_HOME: home() }, flags);
+    const admin = readFileSync(join(h1, 'tower', 'admin.token'), 'utf8').trim();
+    const jwt = await registerNode(a.url, admin, 'burst-pg');
+
+    // The client starts on replica a; when a connection fails it tries the other replica
+    // (what a load balancer in front of the replicas does), resuming with Last-Event-ID.
+    let target = a.url;
+    const got: { id: string; n: number }[] = [];
+    let reconnects = 0;
+    const es = new EventSource(`${a.url}/events/stream?type=progress&last_event_id=0`, {
+      fetch: async (input, init) => {
+        const url = String(input).replace(a.url, target);
+        try {
+          return await fetch(url, {
+            ...init,
+            headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${admin}` },
+          });
+        } catch (e) {
+          target = target === a.url ? b.url : a.url;
+          reconnects++;
+          throw e;
+        }
+      },
+    });
+    cleanups.push(() => es.close());
+    es.onmessage = (m) => {
+      got.push({ id: m.lastEventId, n: (JSON.parse(m.data) as { payload: { n: number } }).payload.n });
+    };
+
+    const TOTAL = 10_000;
+    const BATCH = 250;
+    const PUBLISHERS = 4;
+    let aAlive = true;
+    let accepted = 0;
+    // Each publisher sends its share of the numbered batches, alternating replicas; like
+    // svcd's outbox it retries a batch (on the other replica) until one takes it.
+    const publish = async (p: number) => {
+      for (let start = p * BATCH; start < TOTAL; start += BATCH * PUBLISHERS) {
+        const events = Array.from({ length: BATCH }, (_, i) => ({
+          key: `n${start + i}`,
+          type: 'progress',
+          agent_id: 'burst',
+          payload: { n: start + i },
+        }));
+        let useA = aAlive && (start / BATCH) % 2 === 0;
+        await waitFor(
+          `batch ${start}`,
+          async () => {
+            const url = useA ? a.url : b.url;
+            useA = !useA && aAlive;
+            return (await post(url, jwt, '/nodes/events', { events }).catch(() => 0)) === 202;
+          },
+          { timeoutMs: 60_000, intervalMs: 20 },
+        );
+        accepted += BATCH;
+      }
+    };
+    const publishers = Array.from({ length: PUBLISHERS }, (_, p) => publish(p));
+    // Kill replica a mid-burst, with batches in flight on it.
+    await waitFor('half the burst accepted', () => accepted >= TOTAL / 2, {
+      timeoutMs: 60_000,
+      intervalMs: 5,
+    });
+    a.kill('SIGKILL');
+    aAlive = false;
+    await a.exited;
+    await Promise.all(publishers);
+
+    await waitFor('every event at the client', () => got.length >= TOTAL, { timeoutMs: 60_000 });
+    expect(got.length).toBe(TOTAL);
+    expect(new Set(got.map((g) => g.n)).size).toBe(TOTAL);
+    expect(Math.min(...got.map((g) => g.n))).toBe(0);
+    expect(Math.max(...got.map((g) => g.n))).toBe(TOTAL - 1);
+    const ids = got.map((g) => BigInt(g.id));
+    expect(ids.every((id, i) => i === 0 || id > (ids[i - 1] as bigint))).toBe(true);
+    expect(target).toBe(b.url);
+    expect(reconnects).toBeGreaterThanOrEqual(1);
+  }, 120_000);
+
+  it('cuts off a consumer that stops reading while another keeps receiving; it resumes by id', async () => {
+    const h = home();
+    const tower = await startTowerProc({ SVC_HOME: h }, ['--rate-limit', '0']);
+    const admin = readFileSync(join(h, 'tower', 'admin.token'), 'utf8').trim();
+    const jwt = await registerNode(tower.url, admin, 'stall');
+    const { hostname, port } = new URL(tower.url);
+
+    // The stalled consumer: a raw connection that sends its request and then never reads.
+    const stalled = connect(Number(port), hostname);
+    let raw = '';
+    let closedByServer = false;
+    stalled.on('data', (d: Buffer) => {
+      raw += d.toString('utf8');
+    });
+    stalled.on('error', () => {});
+    stalled.on('close', () => {
+      closedByServer = true;
+    });
+    stalled.write(
+      `GET /events/stream?type=progress HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${admin}\r\nAccept: text/event-stream\r\n\r\n`,
+    );
+    await waitFor('the stalled stream to open', () => raw.includes('retry:'));
+    stalled.pause();
+    const healthy = openStream(`${tower.url}/events/stream?type=progress`, admin);
+    await waitFor('the healthy stream to open', () => healthy.status() === 200);
+
+    // 4 000 events of 4 KiB: far more than the per-stream limit plus the kernel's buffers.
+    const TOTAL = 4000;
+    const BATCH = 200;
+    const filler = 'x'.repeat(4096);
+    for (let start = 0; start < TOTAL; start += BATCH) {
+      const events = Array.from({ length: BATCH }, (_, i) => ({
+        key: `s${start + i}`,
+        type: 'progress',
+        payload: { n: start + i, filler },
+      }));
+      expect(await post(tower.url, jwt, '/nodes/events', { events })).toBe(202);
+    }
+    await waitFor('the healthy consumer to get everything', () => healthy.got.length >= TOTAL, {
+      timeoutMs: 60_000,
+    });
+    expect(healthy.got.map((e) => (e.data.payload as { n: number }).n)).toEqual(
+      Array.from({ length: TOTAL }, (_, i) => i),
+    );
+
+    // Reading again, the stalled consumer finds its stream was ended by the tower, short of
+    // the burst; what it did get is an exact prefix.
+    stalled.resume();
+    await waitFor('the tower to have closed the stalled stream', () => closedByServer, { timeoutMs: 30_000 });
+    const ids = [...raw.matchAll(/^id: (\d+)\n[^\n]*\n\n/gm)].map((m) => m[1] as string);
+    const all = healthy.got.map((e) => e.id as string);
+    expect(ids.length).toBeLessThan(TOTAL);
+    expect(ids).toEqual(all.slice(0, ids.length));
+
+    const resumed = openStream(`${tower.url}/events/stream?type=progress`, admin, {
+      'last-event-id': ids[ids.length - 1] ?? '0',
+    });
+    await waitFor('the rest after resuming', () => resumed.got.length >= TOTAL - ids.length, {
+      timeoutMs: 60_000,
+    });
+    expect(resumed.got.map((e) => e.id)).toEqual(all.slice(ids.length));
+    await Promise.all([healthy.close(), resumed.close()]);
+  }, 120_000);
+});
