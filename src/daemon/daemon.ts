@@ -13,6 +13,7 @@ import { daemonPaths } from './paths.js';
 import { createSecretsBroker, SessionRegistry } from './secrets/index.js';
 import { openStateStore } from './state/store.js';
 import { createSupervisor, type Supervisor } from './supervisor/supervisor.js';
+import { createSvcdSocket } from './svcd-socket.js';
 import { createTowerApi } from './tower-client/api.js';
 import { createControlChannel } from './tower-client/control.js';
 import { createOutbox } from './tower-client/outbox.js';
@@ -54,6 +55,8 @@ const COMPONENTS: ComponentFactory[] = [
   (ctx) => createCron(ctx, { signal: (target, prompt) => supervisorOf(ctx).signal(target, prompt) }),
   // Task subagents run through the supervisor's runtime runner (same templates and secrets).
   (ctx) => createWorker(ctx, () => supervisorOf(ctx).runtimes),
+  // svcd.sock (0600, removed at stop); the attach gateway serves its connections.
+  (ctx) => createSvcdSocket(ctx),
 ];
 
 export interface Daemon {
