@@ -6,6 +6,7 @@ import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import type { NodeIdentity } from '../protocol/nodes.js';
+import { createAttachGateway } from './attach/gateway.js';
 import type { Component, DaemonContext } from './context.js';
 import { createCron } from './cron/cron.js';
 import { MgmtServer } from './mgmt/server.js';
@@ -13,7 +14,6 @@ import { daemonPaths } from './paths.js';
 import { createSecretsBroker, SessionRegistry } from './secrets/index.js';
 import { openStateStore } from './state/store.js';
 import { createSupervisor, type Supervisor } from './supervisor/supervisor.js';
-import { createSvcdSocket } from './svcd-socket.js';
 import { createTowerApi } from './tower-client/api.js';
 import { createControlChannel } from './tower-client/control.js';
 import { createOutbox } from './tower-client/outbox.js';
@@ -55,8 +55,8 @@ const COMPONENTS: ComponentFactory[] = [
   (ctx) => createCron(ctx, { signal: (target, prompt) => supervisorOf(ctx).signal(target, prompt) }),
   // Task subagents run through the supervisor's runtime runner (same templates and secrets).
   (ctx) => createWorker(ctx, () => supervisorOf(ctx).runtimes),
-  // svcd.sock (0600, removed at stop); the attach gateway serves its connections.
-  (ctx) => createSvcdSocket(ctx),
+  // svcd.sock and tower attach streams, over the supervisor's PTY agents.
+  (ctx) => createAttachGateway(ctx, supervisorOf(ctx)),
 ];
 
 export interface Daemon {

@@ -1,7 +1,7 @@
 // svcd's life as an operator sees it, with real processes: no identity → exit 78; register
 // (and --force rotation) → `svcd run` → `svc daemon status` over mgmt.sock; a second daemon is
-// refused; a kill -9 leaves stale sockets that the next start replaces; the tower going away
-// and coming back on the same address → svcd reconnects; SIGTERM removes the sockets.
+// refused; a kill -9 leaves stale sockets that the next start replaces; SIGTERM removes the
+// sockets. (A tower restart and the reconnect: svcd-reconnect.test.ts.)
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -67,7 +67,7 @@ describe('svcd run', () => {
     expect(existsSync(join(svcdDir, 'mgmt.sock'))).toBe(false);
   });
 
-  it('registers, runs, reports status, refuses a twin, survives kill -9 and tower restarts', async () => {
+  it('registers, runs, reports status, refuses a twin, survives kill -9, stops cleanly', async () => {
     tower = await startTowerProc(env);
     cli = { ...env, SVC_BASE_URL: tower.url };
 
@@ -96,7 +96,7 @@ describe('svcd run', () => {
     const s = await status();
     expect(s.version).toMatch(/^\d+\.\d+\.\d+/);
     expect(s.uptime_seconds).toBeGreaterThanOrEqual(0);
-    expect(Object.keys(s.components)).toEqual(expect.arrayContaining(['control', 'secrets', 'svcd_sock']));
+    expect(Object.keys(s.components)).toEqual(expect.arrayContaining(['control', 'secrets', 'attach']));
     expect(statSync(svcdDir).mode & 0o777).toBe(0o700);
     for (const p of socks) expect(statSync(p).mode & 0o777).toBe(0o600);
 
@@ -112,19 +112,6 @@ describe('svcd run', () => {
     for (const p of socks) expect(existsSync(p)).toBe(true);
     const second = await startSvcd();
     await waitFor('svcd to reach the tower again', async () => (await status()).tower.connected);
-
-    // The tower goes away: svcd notices; it comes back on the same address: svcd reconnects.
-    const listen = new URL(tower.url).host;
-    tower.kill('SIGKILL');
-    await tower.exited;
-    await waitFor('svcd to see the tower gone', async () => !(await status()).tower.connected, {
-      timeoutMs: 60_000,
-    });
-    tower = await startTowerProc(env, ['--listen', listen]);
-    expect(tower.url).toBe(cli.SVC_BASE_URL);
-    await waitFor('svcd to reconnect', async () => (await status()).tower.connected, { timeoutMs: 60_000 });
-    const nodes = await svc('--json', 'agent', 'node', 'list');
-    expect(nodes.stdout).toMatch(/svcd-e2e/);
 
     // SIGTERM: a clean exit that removes every socket.
     second.kill('SIGTERM');

@@ -179,13 +179,13 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
             // bounded by the limit plus one pass).
             return res.writableLength <= STREAM_BUFFER_LIMIT;
           },
-          busy: () => {
-            // What the pass collected must be in the response before its length says anything.
+          busy: () => !closed && res.writableLength + pending.length > REPLAY_SOFT_LIMIT,
+          drained: () => {
+            // Hand what the replay collected to the response; past the soft limit that write
+            // returned false, so 'drain' will come.
             flush();
-            return !closed && res.writableLength > REPLAY_SOFT_LIMIT;
-          },
-          drained: () =>
-            new Promise<void>((resolve) => {
+            if (closed || res.writableLength <= REPLAY_SOFT_LIMIT) return Promise.resolve();
+            return new Promise<void>((resolve) => {
               const done = () => {
                 res.off('drain', done);
                 res.off('close', done);
@@ -193,7 +193,8 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
               };
               res.on('drain', done);
               res.on('close', done);
-            }),
+            });
+          },
           reset(info: ResetInfo) {
             if (!closed) res.write(`event: reset\ndata: ${JSON.stringify(info)}\n\n`);
           },
