@@ -3,6 +3,7 @@
 // mgmt.sock; this file only assembles them.
 import { Command } from 'commander';
 import { registerAgentSupervise } from './commands/agent-supervise.js';
+import { registerAttach } from './commands/attach.js';
 import { registerCronCommands } from './commands/cron.js';
 import { registerDaemonCommands } from './commands/daemon.js';
 import { registerFeed } from './commands/feed.js';
@@ -33,6 +34,7 @@ export function buildSvc(io: CliIO): Command {
   registerToken(program, deps);
   registerRecords(program, deps);
   registerSecret(program, deps);
+  registerAttach(program, deps);
   registerFeed(program, deps);
   registerUp(program, deps);
 

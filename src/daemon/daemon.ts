@@ -6,6 +6,7 @@ import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import type { NodeIdentity } from '../protocol/nodes.js';
+import { createAttachGateway } from './attach/gateway.js';
 import type { Component, DaemonContext } from './context.js';
 import { createCron } from './cron/cron.js';
 import { MgmtServer } from './mgmt/server.js';
@@ -54,6 +55,8 @@ const COMPONENTS: ComponentFactory[] = [
   (ctx) => createCron(ctx, { signal: (target, prompt) => supervisorOf(ctx).signal(target, prompt) }),
   // Task subagents run through the supervisor's runtime runner (same templates and secrets).
   (ctx) => createWorker(ctx, () => supervisorOf(ctx).runtimes),
+  // svcd.sock and tower attach streams, over the supervisor's PTY agents.
+  (ctx) => createAttachGateway(ctx, supervisorOf(ctx)),
 ];
 
 export interface Daemon {

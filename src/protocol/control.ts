@@ -56,9 +56,11 @@ export interface AttachOpen {
   /** ms since epoch when the tower signed it; nodes refuse stale requests. */
   ts: number;
   sig: string;
+  /** Who asked (the tower's principal), for the node's attach events; not signed. */
+  who?: string;
 }
 
-export function attachSigningString(m: Omit<AttachOpen, 'sig' | 'type'>): string {
+export function attachSigningString(m: Omit<AttachOpen, 'sig' | 'type' | 'who'>): string {
   return ['attach.open', m.stream_id, m.agent_id, m.cols, m.rows, m.read_only ? 1 : 0, m.ts].join('\n');
 }
 

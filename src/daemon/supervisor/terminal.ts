@@ -125,7 +125,12 @@ export class PtyTerminal implements AgentTerminal {
     if (this.exitInfo) return;
     const c = clampSize(cols, 2, 1000);
     const r = clampSize(rows, 1, 500);
-    this.pty.resize(c, r);
+    try {
+      this.pty.resize(c, r);
+    } catch {
+      // The PTY closed before its exit was reported (EBADF): nothing left to resize.
+      return;
+    }
     this.size = { cols: c, rows: r };
   }
 

@@ -25,6 +25,12 @@ interface CacheEntry {
 
 const NODE_SCOPES: Scope[] = ['feed:read', 'work:write'];
 
+export interface LookupOptions {
+  /** Skip the cache (the answer still refreshes it): for re-checks that must see revocations
+   * made on other replicas at once. */
+  fresh?: boolean;
+}
+
 export class Authenticator {
   private cache = new Map<string, CacheEntry>();
   private readonly cacheMs: number;
@@ -34,7 +40,7 @@ export class Authenticator {
   }
 
   /** Reads "Bearer <credential>"; throws unauthenticated with a reason a user can act on. */
-  async fromHeader(header: string | undefined): Promise<Principal> {
+  async fromHeader(header: string | undefined, opts: LookupOptions = {}): Promise<Principal> {
     if (!header)
       throw new SvcError(
         'unauthenticated',
@@ -42,12 +48,12 @@ export class Authenticator {
       );
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!m?.[1]) throw new SvcError('unauthenticated', 'Authorization header must be "Bearer <token>"');
-    return this.fromCredential(m[1]);
+    return this.fromCredential(m[1], opts);
   }
 
-  async fromCredential(credential: string): Promise<Principal> {
+  async fromCredential(credential: string, opts: LookupOptions = {}): Promise<Principal> {
     const now = this.deps.clock.now();
-    const cached = this.cache.get(credential);
+    const cached = opts.fresh ? undefined : this.cache.get(credential);
     let principal: Principal;
     if (cached && now - cached.at < this.cacheMs) {
       principal = cached.principal;

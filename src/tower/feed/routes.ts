@@ -5,17 +5,14 @@ import websocket from '@fastify/websocket';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
-import type { TimerHandle } from '../../lib/clock.js';
 import { SvcError } from '../../protocol/errors.js';
 import { type EventType, EventTypeSchema, type FeedEvent } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
 import type { FeedFilter, FeedHub, ResetInfo, Subscription } from './hub.js';
+import { StreamWatch } from './stream-watch.js';
 
-export const KEEPALIVE_MS = 15_000;
-/** How often open streams re-check their credential (revoked or expired → closed). */
-export const RECHECK_MS = 500;
 /** Bytes a consumer may leave unread before it is cut off (it resumes by id). */
 export const STREAM_BUFFER_LIMIT = 1024 * 1024;
 /** Replay waits for the consumer above this many unread bytes. */
@@ -79,53 +76,10 @@ function filterOf(q: StreamQuery): FeedFilter {
   return f;
 }
 
-/**
- * Timers every stream needs: keep-alive, and closing when the credential is revoked or
- * expires (re-checked every RECHECK_MS; revocation on this replica clears the auth cache).
- */
-function watchStream(
-  ctx: TowerContext,
-  req: FastifyRequest,
-  principal: Principal,
-  keepalive: () => void,
-  end: (why: string) => void,
-): () => void {
-  let ka: TimerHandle | null = null;
-  let check: TimerHandle | null = null;
-  let stopped = false;
-  const header = req.headers.authorization ?? tokenFromQuery(req);
-  const armKeepalive = () => {
-    ka = ctx.clock.setTimeout(() => {
-      keepalive();
-      if (!stopped) armKeepalive();
-    }, KEEPALIVE_MS);
-  };
-  const armCheck = () => {
-    check = ctx.clock.setTimeout(() => {
-      if (principal.expiresAt !== null && ctx.clock.now() >= principal.expiresAt) {
-        end('credential expired');
-        return;
-      }
-      ctx.auth.fromHeader(header).then(
-        () => {
-          if (!stopped) armCheck();
-        },
-        () => end('credential revoked'),
-      );
-    }, RECHECK_MS);
-  };
-  armKeepalive();
-  armCheck();
-  return () => {
-    stopped = true;
-    ka?.cancel();
-    check?.cancel();
-  };
-}
-
-function tokenFromQuery(req: FastifyRequest): string | undefined {
+/** The credential the stream was opened with, as an Authorization header value. */
+function headerOf(req: FastifyRequest): string {
   const t = (req.query as StreamQuery).access_token;
-  return t ? `Bearer ${t}` : undefined;
+  return req.headers.authorization ?? (t ? `Bearer ${t}` : '');
 }
 
 /**
@@ -160,6 +114,8 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
   return async (app: FastifyInstance, ctx: TowerContext) => {
     // Every open stream listens for shutdown: thousands of listeners are expected, not a leak.
     setMaxListeners(0, ctx.shutdown);
+    const watch = new StreamWatch({ auth: ctx.auth, clock: ctx.clock, log: ctx.log });
+    app.addHook('onClose', async () => watch.stop());
     await app.register(websocket, {
       options: { perMessageDeflate: opts.wsCompression ?? false, maxPayload: 64 * 1024 },
     });
@@ -201,13 +157,10 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
           if (comment && !res.writableEnded) res.end(`: ${comment}\n\n`);
           else if (!res.writableEnded) res.end();
         };
-        const unwatch = watchStream(
-          ctx,
-          req,
-          principal,
-          () => res.write(': keep-alive\n\n'),
-          (why) => finish(why),
-        );
+        const unwatch = watch.add(headerOf(req), {
+          keepalive: () => res.write(': keep-alive\n\n'),
+          end: (why) => finish(why),
+        });
         res.on('close', () => finish(null));
         const onShutdown = () => finish('tower shutting down');
         ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
@@ -226,13 +179,13 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
             // bounded by the limit plus one pass).
             return res.writableLength <= STREAM_BUFFER_LIMIT;
           },
-          busy: () => {
-            // What the pass collected must be in the response before its length says anything.
+          busy: () => !closed && res.writableLength + pending.length > REPLAY_SOFT_LIMIT,
+          drained: () => {
+            // Hand what the replay collected to the response; past the soft limit that write
+            // returned false, so 'drain' will come.
             flush();
-            return !closed && res.writableLength > REPLAY_SOFT_LIMIT;
-          },
-          drained: () =>
-            new Promise<void>((resolve) => {
+            if (closed || res.writableLength <= REPLAY_SOFT_LIMIT) return Promise.resolve();
+            return new Promise<void>((resolve) => {
               const done = () => {
                 res.off('drain', done);
                 res.off('close', done);
@@ -240,7 +193,8 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
               };
               res.on('drain', done);
               res.on('close', done);
-            }),
+            });
+          },
           reset(info: ResetInfo) {
             if (!closed) res.write(`event: reset\ndata: ${JSON.stringify(info)}\n\n`);
           },
@@ -294,13 +248,11 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
           sub?.close();
           socket.close(code, why);
         };
-        const unwatch = watchStream(
-          ctx,
-          req,
-          principal,
-          () => socket.ping(),
-          (why) => finish(1008, why),
-        );
+        const unwatch = watch.add(headerOf(req), {
+          keepalive: () => socket.ping(),
+          // A close reason is at most 123 bytes.
+          end: (why) => finish(1008, why.slice(0, 120)),
+        });
         socket.on('close', () => {
           closed = true;
           unwatch();

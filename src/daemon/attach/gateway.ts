@@ -1,0 +1,275 @@
+// The attach gateway (DESIGN §3 Attach proxy, §4): one TerminalSession per running PTY agent,
+// viewers from svcd.sock (local, WebSocket over the unix socket) and from the tower (on a
+// signed attach.open the node dials back /nodes/attach/{stream_id}). Every viewer open and
+// close is a matrix event; attach.list on mgmt.sock says who is attached where.
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import WebSocket, { WebSocketServer } from 'ws';
+import {
+  type AttachListResult,
+  checkAttachOpen,
+  type ErrorFrame,
+  LOCAL_ATTACH_PATH,
+  NODE_ATTACH_PREFIX,
+  parseSizeQuery,
+} from '../../protocol/attach.js';
+import type { AttachOpen } from '../../protocol/control.js';
+import type { ErrorCode } from '../../protocol/errors.js';
+import type { Component, DaemonContext } from '../context.js';
+import { listenUnix, type UnixListener } from '../sockets.js';
+import type { AgentTerminal } from '../supervisor/terminal.js';
+import { TerminalSession, type Viewer, type ViewerOptions } from './session.js';
+
+/** What the gateway needs of the supervisor. */
+export interface TerminalSource {
+  terminal(agentId: string): AgentTerminal | null;
+  onTerminal(listener: (agentId: string, terminal: AgentTerminal | null) => void): () => void;
+  listAgents(): { id: string; state: string; pty?: boolean; runtime: string }[];
+}
+
+export interface AttachGateway extends Component {
+  /** Open sessions by agent (tests, benchmarks). */
+  session(agentId: string): TerminalSession | null;
+}
+
+const MAX_FRAME_BYTES = 1024 * 1024;
+
+export function createAttachGateway(ctx: DaemonContext, source: TerminalSource): AttachGateway {
+  const log = ctx.log.child({ component: 'attach' });
+  const sessions = new Map<string, TerminalSession>();
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
+  const http = createServer((_req, res) => {
+    res
+      .writeHead(426, { 'content-type': 'text/plain' })
+      .end('svcd.sock speaks WebSocket: GET /attach?agent=ID\n');
+  });
+  const towerSockets = new Set<WebSocket>();
+  /** stream ids seen recently: an attach.open is honoured once. */
+  const seenStreams = new Map<string, number>();
+  let listener: UnixListener | null = null;
+  let stopped = false;
+
+  const offTerminal = source.onTerminal((agentId, t) => {
+    sessions.get(agentId)?.end({ type: 'exit', code: null, signal: null });
+    sessions.delete(agentId);
+    if (t) sessions.set(agentId, newSession(t));
+  });
+
+  function newSession(t: AgentTerminal): TerminalSession {
+    return new TerminalSession(t, {
+      onViewerClosed: (v) =>
+        publish('attach_closed', t.agentId, v, { duration_ms: ctx.clock.now() - v.since }),
+    });
+  }
+
+  /** The session of a running PTY agent, made on first use (agents started before us). */
+  function sessionOf(agentId: string): TerminalSession | { error: ErrorCode; message: string } {
+    const existing = sessions.get(agentId);
+    if (existing && !existing.isEnded) return existing;
+    const t = source.terminal(agentId);
+    if (t) {
+      const s = newSession(t);
+      sessions.set(agentId, s);
+      return s;
+    }
+    const a = source.listAgents().find((x) => x.id === agentId);
+    if (!a) {
+      return {
+        error: 'agent_not_found',
+        message: `no agent "${agentId}" on node ${ctx.identity.node_id} (see "svc agent supervise list")`,
+      };
+    }
+    if (a.runtime === 'mux_hosted' || !a.pty) {
+      return {
+        error: 'agent_not_found',
+        message: `agent "${agentId}" has no terminal to attach to: set pty = true for it in agents.toml`,
+      };
+    }
+    return { error: 'agent_not_running', message: `agent "${agentId}" is ${a.state}; start it first` };
+  }
+
+  function publish(status: string, agentId: string, v: ViewerOptions, extra: Record<string, unknown> = {}) {
+    ctx.events
+      .publish({
+        type: 'matrix',
+        agent_id: agentId,
+        status,
+        payload: {
+          event: status,
+          node_id: ctx.identity.node_id,
+          agent_id: agentId,
+          viewer_id: v.id,
+          via: v.via,
+          who: v.who,
+          read_only: v.readOnly,
+          ...extra,
+        },
+      })
+      .catch((e) => log.warn({ err: e }, 'cannot record attach event'));
+  }
+
+  function refuse(ws: WebSocket, code: ErrorCode, message: string): void {
+    const f: ErrorFrame = { type: 'error', code, message };
+    ws.send(JSON.stringify(f), () => ws.close(4000 + codeNumber(code), code));
+  }
+
+  /** Connects a viewer's WebSocket to the agent's session. */
+  function attachViewer(ws: WebSocket, agentId: string, o: Omit<ViewerOptions, 'since'>): void {
+    const s = sessionOf(agentId);
+    if (!(s instanceof TerminalSession)) {
+      refuse(ws, s.error, s.message);
+      return;
+    }
+    const v: Viewer = s.attach(
+      {
+        send: (data, cb) => {
+          if (ws.readyState !== WebSocket.OPEN) return cb(new Error('closed'));
+          ws.send(data, { binary: typeof data !== 'string' }, cb);
+        },
+        close: (code, reason) => ws.close(code, reason),
+      },
+      { ...o, since: ctx.clock.now() },
+    );
+    if (v.closed) return;
+    publish('attach_opened', agentId, v);
+    ws.on('message', (data, isBinary) => s.fromViewer(v, toBuffer(data), isBinary));
+    ws.on('close', () => s.detach(v));
+    ws.on('error', () => ws.terminate());
+  }
+
+  function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const url = new URL(req.url ?? '/', 'http://svcd.sock');
+    if (url.pathname !== LOCAL_ATTACH_PATH || stopped) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const agent = url.searchParams.get('agent') ?? '';
+      const size = parseSizeQuery(url.searchParams);
+      attachViewer(ws, agent, {
+        id: `local-${randomBytes(6).toString('hex')}`,
+        via: 'local',
+        who: url.searchParams.get('who')?.slice(0, 100) || 'local',
+        readOnly: size.readOnly,
+        cols: size.cols,
+        rows: size.rows,
+      });
+    });
+  }
+  http.on('upgrade', onUpgrade);
+
+  /** attach.open from the tower: verify, dial back, attach (or answer the error on the stream). */
+  function onAttachOpen(m: AttachOpen): void {
+    if (stopped || typeof m.stream_id !== 'string' || !/^[A-Za-z0-9_-]{8,100}$/.test(m.stream_id)) return;
+    const now = ctx.clock.now();
+    for (const [id, at] of seenStreams) if (now - at > 120_000) seenStreams.delete(id);
+    if (seenStreams.has(m.stream_id)) return;
+    seenStreams.set(m.stream_id, now);
+    const bad = checkAttachOpen(ctx.control.attachSecret, m, now);
+    const url = `${ctx.tower.baseUrl.replace(/^http/, 'ws').replace(/\/$/, '')}${NODE_ATTACH_PREFIX}${m.stream_id}`;
+    const ws = new WebSocket(url, {
+      headers: { authorization: `Bearer ${ctx.identity.jwt}` },
+      handshakeTimeout: 10_000,
+      maxPayload: MAX_FRAME_BYTES,
+    });
+    towerSockets.add(ws);
+    ws.on('close', () => towerSockets.delete(ws));
+    ws.on('error', (e) => log.warn({ err: e, stream: m.stream_id }, 'attach dial-back failed'));
+    ws.on('open', () => {
+      if (bad) {
+        log.warn({ stream: m.stream_id, code: bad.code }, 'attach.open refused');
+        refuse(ws, bad.code, bad.message);
+        return;
+      }
+      attachViewer(ws, String(m.agent_id), {
+        id: m.stream_id,
+        via: 'tower',
+        who: typeof m.who === 'string' ? m.who.slice(0, 200) : 'tower',
+        readOnly: m.read_only === true,
+        cols: m.cols,
+        rows: m.rows,
+      });
+    });
+  }
+
+  let offOpen: (() => void) | null = null;
+
+  return {
+    name: 'attach',
+    session: (id) => sessions.get(id) ?? null,
+    async start() {
+      listener = await listenUnix(ctx.paths.svcdSock, (socket) => http.emit('connection', socket));
+      offOpen = ctx.control.on('attach.open', onAttachOpen);
+      ctx.mgmt.register('attach.list', async (): Promise<AttachListResult> => {
+        const items = source
+          .listAgents()
+          .filter((a) => source.terminal(a.id) !== null)
+          .map((a) => {
+            const t = source.terminal(a.id) as AgentTerminal;
+            const s = sessions.get(a.id);
+            return {
+              agent_id: a.id,
+              cols: t.cols,
+              rows: t.rows,
+              viewers: (s?.list() ?? []).map((v) => ({
+                id: v.id,
+                via: v.via,
+                who: v.who,
+                read_only: v.readOnly,
+                since: new Date(v.since).toISOString(),
+              })),
+            };
+          });
+        return { items };
+      });
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      offOpen?.();
+      offTerminal();
+      for (const s of sessions.values()) {
+        s.end(
+          { type: 'error', code: 'unavailable', message: 'svcd is stopping; attach again once it is back' },
+          1001,
+        );
+      }
+      sessions.clear();
+      for (const ws of towerSockets) if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
+      await listener?.close();
+      wss.close();
+    },
+    status: () => ({
+      sessions: sessions.size,
+      viewers: [...sessions.values()].reduce((n, s) => n + s.list().length, 0),
+    }),
+  };
+}
+
+function toBuffer(data: WebSocket.RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
+/** Close codes 4000+status-ish: 4404 not found, 4403 refused, 4503 unavailable. */
+function codeNumber(code: ErrorCode): number {
+  switch (code) {
+    case 'agent_not_found':
+      return 404;
+    case 'agent_not_running':
+      return 409;
+    case 'not_authorized':
+    case 'secret_mismatch':
+    case 'forbidden':
+      return 403;
+    case 'unauthenticated':
+      return 401;
+    case 'node_offline':
+    case 'unavailable':
+      return 503;
+    default:
+      return 400;
+  }
+}

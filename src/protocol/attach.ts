@@ -1,0 +1,182 @@
+// PTY attach wire contract (DESIGN §3 Attach proxy), the same on svcd.sock, on the tower's
+// /api/attach-ws and on the node's dial-back /nodes/attach/{stream_id}: a WebSocket whose
+// binary frames are terminal bytes and whose text frames are JSON control messages.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { type Static, Type } from '@sinclair/typebox';
+import { type AttachOpen, attachSigningString } from './control.js';
+import type { ErrorCode } from './errors.js';
+
+/** svcd.sock path (WebSocket over the unix socket): /attach?agent=…&cols=…&rows=…&read_only=1 */
+export const LOCAL_ATTACH_PATH = '/attach';
+/** The tower's viewer endpoint. */
+export const ATTACH_WS_PATH = '/api/attach-ws';
+/** POST: a single-use ticket for browsers. */
+export const ATTACH_TICKETS_PATH = '/api/attach-tickets';
+/** The node dials back here (node JWT) after an attach.open. */
+export const NODE_ATTACH_PREFIX = '/nodes/attach/';
+
+export const TICKET_TTL_MS = 60_000;
+/** attach.open older than this (by its ts) is refused by the node. */
+export const ATTACH_OPEN_MAX_AGE_MS = 60_000;
+/** How long the tower waits for the node to dial back. */
+export const DIAL_BACK_TIMEOUT_MS = 10_000;
+
+/**
+ * Flow control, per hop: a sender stops reading its source while more than HIGH bytes it sent
+ * are unacknowledged by the socket, and starts again below LOW. A viewer more than LAG_CAP
+ * behind while others keep up is skipped and later re-synced from the screen state.
+ */
+export const FLOW_HIGH_BYTES = 1024 * 1024;
+export const FLOW_LOW_BYTES = 256 * 1024;
+export const FLOW_LAG_CAP_BYTES = 4 * 1024 * 1024;
+
+/** Terminal size limits (larger values are clamped). */
+export const MAX_COLS = 1000;
+export const MAX_ROWS = 500;
+
+/** viewer → node */
+export interface ResizeFrame {
+  type: 'resize';
+  cols: number;
+  rows: number;
+}
+/** node → viewer: the agent exited (the socket closes next). */
+export interface ExitFrame {
+  type: 'exit';
+  code: number | null;
+  signal?: string | null;
+}
+/** node or tower → viewer: the session cannot open or had to end (the socket closes next). */
+export interface ErrorFrame {
+  type: 'error';
+  code: ErrorCode;
+  message: string;
+}
+export type ControlFrame = ResizeFrame | ExitFrame | ErrorFrame;
+
+/**
+ * Parses a text frame from a viewer. Anything but a well-formed resize is null (ignored by
+ * the receiver: a malformed control frame never ends a session). Sizes are clamped.
+ */
+export function parseViewerFrame(text: string): ResizeFrame | null {
+  if (text.length > 4096) return null;
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null) return null;
+  const o = v as Record<string, unknown>;
+  if (o.type !== 'resize') return null;
+  const cols = clampSize(o.cols, 2, MAX_COLS);
+  const rows = clampSize(o.rows, 1, MAX_ROWS);
+  if (cols === null || rows === null) return null;
+  return { type: 'resize', cols, rows };
+}
+
+/** Parses a text frame from the node or tower (for clients); null when not a control frame. */
+export function parseServerFrame(text: string): ExitFrame | ErrorFrame | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null) return null;
+  const o = v as Record<string, unknown>;
+  if (o.type === 'exit') {
+    return {
+      type: 'exit',
+      code: typeof o.code === 'number' ? o.code : null,
+      signal: typeof o.signal === 'string' ? o.signal : null,
+    };
+  }
+  if (o.type === 'error' && typeof o.code === 'string') {
+    return {
+      type: 'error',
+      code: o.code as ErrorCode,
+      message: typeof o.message === 'string' ? o.message : '',
+    };
+  }
+  return null;
+}
+
+export function clampSize(n: unknown, min: number, max: number): number | null {
+  if (typeof n !== 'number' || !Number.isFinite(n)) return null;
+  return Math.min(max, Math.max(min, Math.floor(n)));
+}
+
+/** Query of an attach request (svcd.sock and /api/attach-ws share agent/cols/rows/read_only). */
+export function parseSizeQuery(q: URLSearchParams): { cols: number; rows: number; readOnly: boolean } {
+  return {
+    cols: clampSize(Number(q.get('cols') ?? '80'), 2, MAX_COLS) ?? 80,
+    rows: clampSize(Number(q.get('rows') ?? '24'), 1, MAX_ROWS) ?? 24,
+    readOnly: ['1', 'true'].includes(q.get('read_only') ?? ''),
+  };
+}
+
+/** POST /api/attach-tickets body. */
+export const AttachTicketRequest = Type.Object(
+  {
+    node: Type.String({ minLength: 1, maxLength: 200 }),
+    agent: Type.String({ minLength: 1, maxLength: 200 }),
+    read_only: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type AttachTicketRequest = Static<typeof AttachTicketRequest>;
+
+export const AttachTicket = Type.Object({
+  ticket: Type.String(),
+  node: Type.String(),
+  agent: Type.String(),
+  read_only: Type.Boolean(),
+  expires_at: Type.String(),
+});
+export type AttachTicket = Static<typeof AttachTicket>;
+
+/** One viewer in attach.list. */
+export interface AttachViewerInfo {
+  id: string;
+  via: 'local' | 'tower';
+  who: string;
+  read_only: boolean;
+  since: string;
+}
+
+/** attach.list result: attachable agents of this node and who is attached. */
+export interface AttachListResult {
+  items: { agent_id: string; cols: number; rows: number; viewers: AttachViewerInfo[] }[];
+}
+
+/** HMAC-SHA256 (hex) of an attach.open, keyed with the node's attach secret (control.ts). */
+export function attachSignature(secret: string, m: Omit<AttachOpen, 'sig' | 'type' | 'who'>): string {
+  return createHmac('sha256', secret).update(attachSigningString(m)).digest('hex');
+}
+
+/**
+ * The node's check of an attach.open: null when the signature matches and it is fresh, else
+ * the error code to answer with.
+ */
+export function checkAttachOpen(
+  secret: string,
+  m: AttachOpen,
+  now: number,
+): { code: 'secret_mismatch' | 'not_authorized'; message: string } | null {
+  const want = Buffer.from(attachSignature(secret, m), 'hex');
+  const got = Buffer.from(typeof m.sig === 'string' && /^[0-9a-f]{64}$/.test(m.sig) ? m.sig : '', 'hex');
+  if (got.length !== want.length || !timingSafeEqual(got, want)) {
+    return {
+      code: 'secret_mismatch',
+      message: "the attach request is not signed with this svcd's attach secret (svcd restarted? try again)",
+    };
+  }
+  if (!Number.isFinite(m.ts) || Math.abs(now - m.ts) > ATTACH_OPEN_MAX_AGE_MS) {
+    return {
+      code: 'not_authorized',
+      message: 'the attach request is stale (check the clocks of tower and node)',
+    };
+  }
+  return null;
+}
