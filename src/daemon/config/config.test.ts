@@ -92,7 +92,7 @@ log_keep = 2
 
   it('names the line of an unknown table', () => {
     expect(errorOf(() => parse('[watchdog]\npoll = "1s"\n\n[wrker]\nmax = 3\n')).message).toBe(
-      `${FILE}:4: wrker: unknown table (known: runtime, supervisor, watchdog)`,
+      `${FILE}:4: wrker: unknown table (known: runtime, supervisor, watchdog, worker)`,
     );
   });
 

@@ -2,6 +2,8 @@
 // Each top-level table is a section with its own parser; an area adds its section with one
 // line in CONFIG_SECTIONS (its parser lives in its own folder). Unknown tables and keys are
 // errors naming the file, the line and the field. A missing file means all defaults.
+
+import { workerSection } from '../worker/config-section.js';
 import { runtimeSection } from './runtime-section.js';
 import { supervisorSection, watchdogSection } from './supervisor-section.js';
 import { readTomlFile, rootReader, type TableReader, type TomlDoc } from './toml.js';
@@ -16,6 +18,7 @@ export const CONFIG_SECTIONS = {
   runtime: runtimeSection,
   supervisor: supervisorSection,
   watchdog: watchdogSection,
+  worker: workerSection,
 } satisfies Record<string, ConfigSection<unknown>>;
 
 type Sections = typeof CONFIG_SECTIONS;

@@ -213,6 +213,7 @@ export class MeshService {
         .orderBy('id')
         .limit(CLAIM_SCAN);
       if (missionId) sel = sel.where('mission_id', '=', missionId);
+      const pg = this.ctx.store.dialect === 'postgres';
       for (const row of await sel.execute()) {
         if (!hasCaps(agent, JSON.parse(row.required_capabilities) as string[])) continue;
         const leaseId = `lease_${randomBytes(12).toString('hex')}`;
@@ -228,6 +229,19 @@ export class MeshService {
           })
           .where('id', '=', row.id)
           .where('state', '=', 'pending')
+          // PostgreSQL: a row another claimer is taking right now is skipped at once instead of
+          // waiting for its commit (concurrent claimers would otherwise queue on the same row).
+          .$if(pg, (q) =>
+            q.where('id', 'in', (eb) =>
+              eb
+                .selectFrom('mesh_tasks')
+                .select('id')
+                .where('id', '=', row.id)
+                .where('state', '=', 'pending')
+                .forUpdate()
+                .skipLocked(),
+            ),
+          )
           .executeTakeFirst();
         if (Number(res.numUpdatedRows) !== 1) continue;
         const task = taskOf({ ...row, state: 'claimed', claimed_by: agentId, updated_at: tx.now });

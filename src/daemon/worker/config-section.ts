@@ -1,0 +1,29 @@
+// [worker] table of config.toml (DESIGN §4 Task worker): claim-loop and subagent defaults.
+// `svc run --max-concurrent` overrides max_concurrent per loop.
+import type { ConfigSection } from '../config/config.js';
+
+export const CLEANUP_CHOICES = ['always', 'on_success', 'never'] as const;
+export type CleanupPolicy = (typeof CLEANUP_CHOICES)[number];
+
+export interface WorkerConfig {
+  /** Subagents one loop runs at once, when `svc run` does not say. */
+  maxConcurrent: number;
+  /** The backstop poll between task_ready wake-ups. */
+  pollMs: number;
+  /** A subagent running longer is killed and its task failed ("timed out after …"). */
+  taskTimeoutMs: number;
+  /** When a task's working directory is removed after its run. */
+  cleanup: CleanupPolicy;
+}
+
+export const workerSection: ConfigSection<WorkerConfig> = {
+  parse(t) {
+    t?.onlyKeys(['max_concurrent', 'poll_interval', 'task_timeout', 'cleanup']);
+    return {
+      maxConcurrent: t?.integer('max_concurrent', 1, 256) ?? 3,
+      pollMs: t?.duration('poll_interval') ?? 30_000,
+      taskTimeoutMs: t?.duration('task_timeout') ?? 60 * 60_000,
+      cleanup: t?.oneOf('cleanup', CLEANUP_CHOICES) ?? 'on_success',
+    };
+  },
+};

@@ -1,0 +1,218 @@
+// One mesh task through one ephemeral subagent: mark it running, make its working
+// directory, run the prompt through the runtime runner (own process group, secrets session,
+// timeout), keep the lease alive, forward progress, then report complete or fail with the
+// reason and output tail. Does not claim and does not decide what runs next (claim-loop.ts).
+import { rm } from 'node:fs/promises';
+import type { Clock, TimerHandle } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import type { Logger } from '../../lib/log.js';
+import type { RuntimeKind } from '../../protocol/runtimes.js';
+import type { ProgressUpdate } from '../runtimes/progress.js';
+import type { RunResult, RuntimeRunner } from '../runtimes/runner.js';
+import type { CleanupPolicy } from './config-section.js';
+import { isLeaseLost, type Lease, type MeshWorkApi, type ProgressReport } from './mesh-api.js';
+import { prepareWorkdir, removeWorkdir, type TaskWorkdir } from './workdir.js';
+
+/** Why a run was stopped from outside; the AbortSignal's reason. */
+export type StopReason = 'cancelled' | 'lease_lost' | 'shutdown';
+
+export type SubagentOutcome =
+  | { task_id: string; state: 'completed'; run: RunResult }
+  | { task_id: string; state: 'failed'; reason: string; run: RunResult | null }
+  /** Cancelled on the tower: stopped, nothing reported (the task is already cancelled). */
+  | { task_id: string; state: 'cancelled'; run: RunResult | null }
+  /** The lease is gone or the worker stopped: not reported; the tower's lease sweep decides. */
+  | { task_id: string; state: 'abandoned'; reason: string; run: RunResult | null };
+
+export interface SubagentDeps {
+  runtimes: RuntimeRunner;
+  api: MeshWorkApi;
+  clock: Clock;
+  log: Logger;
+  /** $SVC_HOME/work */
+  workRoot: string;
+  /** Environment for git (worktrees). */
+  env: NodeJS.ProcessEnv;
+  timeoutMs: number;
+  cleanup: CleanupPolicy;
+  /** Delay between retries of a report the tower did not take (transient errors). */
+  retryMs?: number;
+}
+
+export interface SubagentJob {
+  lease: Lease;
+  /** The enrolled agent the run is for (secrets grants are per agent). */
+  agentId: string;
+  runtime: RuntimeKind;
+  /** Abort with a StopReason to stop the run. */
+  signal: AbortSignal;
+  /** The subagent started (for recovery after an svcd crash). */
+  onSpawn?(runId: string, pgid: number): void;
+}
+
+/** Failure reasons carry at most this much of the output tail. */
+const REASON_TAIL_CHARS = 2000;
+/** Reports that hit transient errors are retried this many times. */
+const REPORT_ATTEMPTS = 5;
+
+export function taskPrompt(t: { title: string; description: string }): string {
+  return t.description.trim() === '' ? t.title : `${t.title}\n\n${t.description}`;
+}
+
+export function failureReason(failure: string, outputTail: string): string {
+  const tail = outputTail.trim();
+  if (tail === '') return failure;
+  const clipped = tail.length > REASON_TAIL_CHARS ? `…${tail.slice(tail.length - REASON_TAIL_CHARS)}` : tail;
+  return `${failure}\n--- output tail ---\n${clipped}`;
+}
+
+export function progressMessage(u: ProgressUpdate): ProgressReport {
+  return {
+    message: u.text ?? u.kind,
+    data: { kind: u.kind, ...(u.data ?? {}) },
+  };
+}
+
+export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise<SubagentOutcome> {
+  const { task, lease_id: leaseId } = job.lease;
+  const log = deps.log.child({ task_id: task.id, lease_id: leaseId });
+  const retryMs = deps.retryMs ?? 1000;
+  const stopped = new AbortController();
+  const stopWith = (r: StopReason) => {
+    if (!stopped.signal.aborted) stopped.abort(r);
+  };
+  const onOuterAbort = () => stopWith((job.signal.reason as StopReason) ?? 'shutdown');
+  job.signal.addEventListener('abort', onOuterAbort, { once: true });
+  if (job.signal.aborted) onOuterAbort();
+
+  const abandoned = (run: RunResult | null): SubagentOutcome => {
+    const reason = stopped.signal.reason as StopReason;
+    return reason === 'cancelled'
+      ? { task_id: task.id, state: 'cancelled', run }
+      : { task_id: task.id, state: 'abandoned', reason, run };
+  };
+
+  /** A report to the tower: retried on transient errors; a lost lease stops the run. */
+  async function report(what: string, call: () => Promise<void>): Promise<boolean> {
+    for (let i = 1; ; i++) {
+      try {
+        await call();
+        return true;
+      } catch (e) {
+        if (isLeaseLost(e)) {
+          log.info({ err: e, what }, 'lease lost');
+          stopWith('lease_lost');
+          return false;
+        }
+        if (i >= REPORT_ATTEMPTS) {
+          log.warn({ err: e, what }, 'tower did not take the report; the lease will expire');
+          return false;
+        }
+        await deps.clock.sleep(retryMs * i);
+      }
+    }
+  }
+
+  let workdir: TaskWorkdir | null = null;
+  let heartbeat: TimerHandle | null = null;
+  let progressChain: Promise<unknown> = Promise.resolve();
+  const sendProgress = (p: ProgressReport) => {
+    progressChain = progressChain.then(() =>
+      deps.api.progress(task.id, leaseId, p).catch((e: unknown) => {
+        if (isLeaseLost(e)) stopWith('lease_lost');
+        else log.debug({ err: e }, 'progress not delivered');
+      }),
+    );
+  };
+  let run: RunResult | null = null;
+  try {
+    if (!(await report('start', () => deps.api.start(task.id, leaseId)))) return abandoned(null);
+    if (stopped.signal.aborted) return abandoned(null);
+
+    const every = Math.max(1000, Math.floor((job.lease.lease_seconds * 1000) / 3));
+    const beat = () => {
+      heartbeat = deps.clock.setTimeout(() => {
+        deps.api.heartbeat(task.id, leaseId).then(
+          () => {
+            if (!stopped.signal.aborted) beat();
+          },
+          (e: unknown) => {
+            if (isLeaseLost(e)) {
+              log.info({ err: e }, 'lease lost on heartbeat; stopping the subagent');
+              stopWith('lease_lost');
+            } else {
+              log.warn({ err: e }, 'heartbeat failed; retrying at the next beat');
+              if (!stopped.signal.aborted) beat();
+            }
+          },
+        );
+      }, every);
+    };
+    beat();
+
+    try {
+      workdir = await prepareWorkdir(
+        deps.workRoot,
+        task.id,
+        await deps.api.repository(task.domain_id, task.mission_id),
+        deps.env,
+      );
+    } catch (e) {
+      const reason = `cannot prepare the working directory: ${(e as Error).message}`;
+      await report('fail', () => deps.api.fail(task.id, leaseId, reason));
+      return { task_id: task.id, state: 'failed', reason, run: null };
+    }
+
+    const runId = newId('run', deps.clock.now());
+    sendProgress({
+      message: `subagent started (${job.runtime}, attempt ${task.attempt})`,
+      data: { kind: 'started', run_id: runId, runtime: job.runtime, workdir: workdir.dir },
+    });
+    run = await deps.runtimes.run({
+      runtime: job.runtime,
+      prompt: taskPrompt(task),
+      workdir: workdir.dir,
+      agentId: job.agentId,
+      taskId: task.id,
+      runId,
+      logFile: `${workdir.dir}.log`,
+      timeoutMs: deps.timeoutMs,
+      signal: stopped.signal,
+      onProgress: (u) => sendProgress(progressMessage(u)),
+      onSpawn: (pgid) => job.onSpawn?.(runId, pgid),
+    });
+    await progressChain;
+    if (stopped.signal.aborted) return abandoned(run);
+    if (run.ok) {
+      const result = {
+        summary: run.summary,
+        run_id: run.run_id,
+        runtime: run.runtime,
+        exit_code: run.exit_code,
+        stop_reason: run.stop_reason,
+        duration_ms: run.duration_ms,
+      };
+      const ok = await report('complete', () => deps.api.complete(task.id, leaseId, result));
+      if (!ok && stopped.signal.aborted) return abandoned(run);
+      return { task_id: task.id, state: 'completed', run };
+    }
+    const reason = failureReason(run.failure ?? 'failed', run.output_tail);
+    const ok = await report('fail', () => deps.api.fail(task.id, leaseId, reason));
+    if (!ok && stopped.signal.aborted) return abandoned(run);
+    return { task_id: task.id, state: 'failed', reason, run };
+  } finally {
+    (heartbeat as TimerHandle | null)?.cancel();
+    stopWith('shutdown'); // ends the heartbeat chain if a beat is in flight
+    job.signal.removeEventListener('abort', onOuterAbort);
+    await progressChain;
+    if (workdir !== null) {
+      const keep = deps.cleanup === 'never' || (deps.cleanup === 'on_success' && !(run?.ok ?? false));
+      if (!keep) {
+        await removeWorkdir(workdir, deps.env).catch((e: unknown) =>
+          log.warn({ err: e, dir: workdir?.dir }, 'cannot remove the working directory'),
+        );
+        await rm(`${workdir.dir}.log`, { force: true });
+      }
+    }
+  }
+}

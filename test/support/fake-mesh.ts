@@ -1,0 +1,118 @@
+// An in-memory MeshWorkApi for task-worker unit tests: pending tasks are claimed first
+// come first served, every later call is fenced by the lease, and cancel() makes them 409.
+import type { Lease, MeshWorkApi, ProgressReport, WorkTask } from '../../src/daemon/worker/mesh-api.js';
+import { SvcError } from '../../src/protocol/errors.js';
+
+export interface FakeTask {
+  task: WorkTask;
+  state: 'pending' | 'claimed' | 'running' | 'completed' | 'failed' | 'cancelled';
+  lease_id: string | null;
+  claimed_by: string | null;
+  result: Record<string, unknown> | null;
+  failure_reason: string | null;
+  progress: ProgressReport[];
+  heartbeats: number;
+  /** Agents allowed to claim it (assigned); null = any. */
+  only_for: string | null;
+}
+
+export class FakeMesh implements MeshWorkApi {
+  readonly tasks = new Map<string, FakeTask>();
+  readonly claims: { agent_id: string; task_id: string | null }[] = [];
+  repositories = new Map<string, string>();
+  private leases = 0;
+  /** Called after every successful claim (tests hook in here). */
+  onClaim: ((t: FakeTask) => void) | null = null;
+
+  add(
+    id: string,
+    description: string,
+    opts: { title?: string; lease_seconds?: number; only_for?: string } = {},
+  ) {
+    const t: FakeTask = {
+      task: {
+        id,
+        mission_id: 'mis_1',
+        domain_id: 'dom_1',
+        title: opts.title ?? `task ${id}`,
+        description,
+        attempt: 1,
+        lease_seconds: opts.lease_seconds ?? 60,
+      },
+      state: 'pending',
+      lease_id: null,
+      claimed_by: null,
+      result: null,
+      failure_reason: null,
+      progress: [],
+      heartbeats: 0,
+      only_for: opts.only_for ?? null,
+    };
+    this.tasks.set(id, t);
+    return t;
+  }
+
+  get(id: string): FakeTask {
+    const t = this.tasks.get(id);
+    if (!t) throw new Error(`no task ${id}`);
+    return t;
+  }
+
+  cancel(id: string) {
+    const t = this.get(id);
+    t.state = 'cancelled';
+    t.lease_id = null;
+  }
+
+  /** The lease expired: back to pending with the attempt counted. */
+  expire(id: string) {
+    const t = this.get(id);
+    t.state = 'pending';
+    t.lease_id = null;
+    t.task = { ...t.task, attempt: t.task.attempt + 1 };
+  }
+
+  async claim(agentId: string): Promise<Lease | null> {
+    for (const t of this.tasks.values()) {
+      if (t.state !== 'pending' || (t.only_for !== null && t.only_for !== agentId)) continue;
+      t.state = 'claimed';
+      t.lease_id = `lease_${++this.leases}`;
+      t.claimed_by = agentId;
+      this.claims.push({ agent_id: agentId, task_id: t.task.id });
+      this.onClaim?.(t);
+      return { task: t.task, lease_id: t.lease_id, lease_seconds: t.task.lease_seconds };
+    }
+    this.claims.push({ agent_id: agentId, task_id: null });
+    return null;
+  }
+
+  private fenced(taskId: string, leaseId: string, states: FakeTask['state'][]): FakeTask {
+    const t = this.get(taskId);
+    if (t.lease_id !== leaseId) throw new SvcError('stale_lease', `lease ${leaseId} is not current`);
+    if (!states.includes(t.state)) throw new SvcError('illegal_transition', `task is ${t.state}`);
+    return t;
+  }
+
+  async start(taskId: string, leaseId: string) {
+    this.fenced(taskId, leaseId, ['claimed']).state = 'running';
+  }
+  async heartbeat(taskId: string, leaseId: string) {
+    this.fenced(taskId, leaseId, ['claimed', 'running']).heartbeats++;
+  }
+  async progress(taskId: string, leaseId: string, p: ProgressReport) {
+    this.fenced(taskId, leaseId, ['claimed', 'running']).progress.push(p);
+  }
+  async complete(taskId: string, leaseId: string, result: Record<string, unknown>) {
+    const t = this.fenced(taskId, leaseId, ['running']);
+    t.state = 'completed';
+    t.result = result;
+  }
+  async fail(taskId: string, leaseId: string, reason: string) {
+    const t = this.fenced(taskId, leaseId, ['claimed', 'running']);
+    t.state = 'failed';
+    t.failure_reason = reason;
+  }
+  async repository(_domainId: string, missionId: string): Promise<string | null> {
+    return this.repositories.get(missionId) ?? null;
+  }
+}
