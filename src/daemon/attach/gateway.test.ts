@@ -147,7 +147,7 @@ describe('attach over svcd.sock', () => {
     await waitFor('the echo after restart', () => again.out().includes('echo: after restart'));
   });
 
-  it('survives random control frames and binary garbage', async () => {
+  it('survives random control frames and binary garbage', { timeout: 60_000 }, async () => {
     const c = await start(2);
     const v = await local(c, 'agent=tty');
     const frame = fc.oneof(
