@@ -47,8 +47,11 @@ export function registerWorker(program: Command, daemon: Command, deps: CommandD
     .command('run <agent_kind>')
     .description('start a work loop in svcd: claim mesh tasks of a domain and run each in a subagent')
     .requiredOption('--domain <domain_id>', 'domain whose tasks to claim')
-    .option('--max-concurrent <n>', 'subagents at once', '3')
-    .option('--poll <seconds>', 'claim poll interval besides task_ready', '30')
+    .option('--max-concurrent <n>', 'subagents at once (default: config.toml [worker] max_concurrent, 3)')
+    .option(
+      '--poll <seconds>',
+      'claim poll interval besides task_ready (default: [worker] poll_interval, 30 s)',
+    )
     .option('--timeout <seconds>', 'fail a task whose subagent runs longer')
     .option('--foreground', 'stream the loop’s claims, progress and outcomes here until Ctrl-C, then stop it')
     .option('--no-task-ready', 'diagnostics: ignore task_ready and find work by polling only')
@@ -62,8 +65,8 @@ export function registerWorker(program: Command, daemon: Command, deps: CommandD
         kind: string,
         o: {
           domain: string;
-          maxConcurrent: string;
-          poll: string;
+          maxConcurrent?: string;
+          poll?: string;
           timeout?: string;
           capability?: string[];
           foreground?: boolean;
@@ -75,8 +78,8 @@ export function registerWorker(program: Command, daemon: Command, deps: CommandD
         const loop = await mgmtCall<LoopStatus>(sock(), 'worker.start', {
           runtime: kind,
           domain_id: o.domain,
-          max_concurrent: Number(o.maxConcurrent),
-          poll_seconds: Number(o.poll),
+          ...(o.maxConcurrent !== undefined ? { max_concurrent: Number(o.maxConcurrent) } : {}),
+          ...(o.poll !== undefined ? { poll_seconds: Number(o.poll) } : {}),
           ...(o.timeout ? { timeout_seconds: Number(o.timeout) } : {}),
           ...(o.capability ? { capabilities: o.capability } : {}),
           ...(o.taskReady === false ? { task_ready: false } : {}),
