@@ -4,7 +4,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { type Static, Type } from '@sinclair/typebox';
 import { type AttachOpen, attachSigningString } from './control.js';
-import type { ErrorCode } from './errors.js';
+import { ERROR_CODES, type ErrorCode } from './errors.js';
 
 /** svcd.sock path (WebSocket over the unix socket): /attach?agent=…&cols=…&rows=…&read_only=1 */
 export const LOCAL_ATTACH_PATH = '/attach';
@@ -100,6 +100,11 @@ export function parseServerFrame(text: string): ExitFrame | ErrorFrame | null {
     };
   }
   return null;
+}
+
+/** WebSocket close code sent with an error frame: 4000 + the HTTP status of the error code. */
+export function closeCodeOf(code: ErrorCode): number {
+  return 4000 + ERROR_CODES[code].status;
 }
 
 export function clampSize(n: unknown, min: number, max: number): number | null {

@@ -8,6 +8,7 @@ import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import { Signal } from '../lib/signal.js';
+import { attachRoutes } from './attach/routes.js';
 import { Authenticator } from './auth/authenticate.js';
 import { createOidcVerifier, type OidcOptions } from './auth/oidc.js';
 import { authRoutes } from './auth/routes.js';
@@ -53,6 +54,8 @@ export interface TowerOptions {
   agentLookup?: AgentLookup;
   /** The built web console served at / (default: dist/console of this package). */
   consoleDir?: string;
+  /** Origins besides the tower's own that browsers may open /api/attach-ws from. */
+  attachOrigins?: string[];
 }
 
 export interface Tower {
@@ -165,6 +168,10 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       approvalRoutes({ agents: opts.agentLookup ?? agentsTableLookup }),
       mesh.plugin,
       controlRoutes(nodes),
+      attachRoutes({
+        ...(opts.attachOrigins ? { allowedOrigins: opts.attachOrigins } : {}),
+        ...(opts.agentLookup ? { agents: opts.agentLookup } : {}),
+      }),
       authRoutes((id) => nodes.isOnline(id)),
       recordRoutes(),
       secretRoutes({

@@ -1,11 +1,15 @@
 // `svc attach` end to end: a tower, a registered node, svcd supervising a reference agent in
-// a PTY, and `svc attach` driven inside tmux (send-keys, capture-pane): typed input reaches
-// the agent, output comes back, a resize reaches the PTY, the detach key restores the shell's
-// terminal.
+// a PTY, and `svc attach` driven inside tmux (send-keys, capture-pane), locally over svcd.sock
+// and from another machine's point of view through the tower: typed input reaches the agent,
+// output comes back, a resize reaches the PTY, the detach key restores the shell's terminal.
+// A browser-style client (ws with a ticket and an Origin) does the same; a svcd restart ends
+// open sessions with a frame and the next attach works; wrong domain and node offline are
+// refused with their codes.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { waitFor } from '../support/poll.js';
 import {
   type Proc,
@@ -40,12 +44,22 @@ let svcd: Proc;
 let cli: NodeJS.ProcessEnv;
 let agentId: string;
 let domainId: string;
+let nodeId: string;
+let adminToken: string;
+/** A viewer elsewhere: no svcd of its own, the tower's URL and a token. */
+let remote: NodeJS.ProcessEnv;
 
 const tmux = (...args: string[]) =>
   spawnSync('tmux', ['-L', TMUX_SOCKET, ...args], {
     encoding: 'utf8',
     env: { ...cli, TERM: 'xterm-256color' },
   });
+const shq = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
+const envPrefix = (e: NodeJS.ProcessEnv) =>
+  ['SVC_HOME', 'SVC_BASE_URL', 'SVC_TOKEN', 'SVC_NODE_FILE', 'HOME']
+    .filter((k) => e[k] !== undefined)
+    .map((k) => `${k}=${shq(e[k] as string)}`)
+    .join(' ');
 const pane = (target: string) => tmux('capture-pane', '-p', '-J', '-S', '-200', '-t', target).stdout;
 const sendLine = (target: string, text: string) => {
   tmux('send-keys', '-t', target, '-l', text);
@@ -84,7 +98,21 @@ beforeAll(async () => {
   cli = { ...env, SVC_BASE_URL: tower.url };
   domainId = (JSON.parse(await svc(['--json', 'domain', 'create', 'ops'])) as { id: string }).id;
   await svc(['agent', 'node', 'register', '--hostname', 'attach-node']);
-  const node = JSON.parse(readFileSync(env.SVC_NODE_FILE as string, 'utf8')) as { jwt: string };
+  const node = JSON.parse(readFileSync(env.SVC_NODE_FILE as string, 'utf8')) as {
+    jwt: string;
+    node_id: string;
+  };
+  nodeId = node.node_id;
+  adminToken = readFileSync(join(home, 'tower', 'admin.token'), 'utf8').trim();
+  const elsewhere = join(tmp.dir, 'elsewhere');
+  mkdirSync(elsewhere, { recursive: true, mode: 0o700 });
+  remote = {
+    ...env,
+    SVC_HOME: elsewhere,
+    SVC_NODE_FILE: join(elsewhere, 'node.json'),
+    SVC_BASE_URL: tower.url,
+    SVC_TOKEN: adminToken,
+  };
   const enrolled = await fetch(`${tower.url}/agents`, {
     method: 'POST',
     headers: { authorization: `Bearer ${node.jwt}`, 'content-type': 'application/json' },
@@ -149,4 +177,146 @@ describe('svc attach to a local agent (svcd.sock)', () => {
     tmux('send-keys', '-t', w, 'C-]', 'd');
     await expectRestored(w);
   });
+});
+
+interface WsViewer {
+  ws: WebSocket;
+  out(): string;
+  frames: Record<string, unknown>[];
+  closed: Promise<number>;
+}
+
+function wsViewer(url: string, headers: Record<string, string> = {}): Promise<WsViewer> {
+  const ws = new WebSocket(url, { headers });
+  let out = '';
+  const frames: Record<string, unknown>[] = [];
+  ws.on('message', (d, bin) => {
+    if (bin) out += d.toString();
+    else frames.push(JSON.parse(d.toString()) as Record<string, unknown>);
+  });
+  const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
+  return new Promise((resolve, reject) => {
+    ws.once('open', () => resolve({ ws, out: () => out, frames, closed }));
+    ws.once('error', reject);
+  });
+}
+
+const wsUrl = (q: Record<string, string>) =>
+  `${tower.url.replace(/^http/, 'ws')}/api/attach-ws?${new URLSearchParams(q)}`;
+
+async function ticket(
+  body: Record<string, unknown>,
+  token = adminToken,
+): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await fetch(`${tower.url}/api/attach-tickets`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+}
+
+describe('svc attach through the tower', () => {
+  it('types into the agent, shows its output, resizes its PTY and detaches with Ctrl-] d', async () => {
+    const w = shell('remote');
+    sendLine(w, `${envPrefix(remote)} node ${SVC_BIN} attach ${agentId}`);
+    await waitFor('the attach banner', () => pane(w).includes(`attached to ${agentId} via the tower`));
+    sendLine(w, 'hello via tower');
+    await waitFor('the echo', () => pane(w).includes('echo: hello via tower'));
+    tmux('resize-window', '-t', w, '-x', '84', '-y', '21');
+    sendLine(w, 'run: stty size < /dev/tty');
+    await waitFor('the new size after SIGWINCH', () => pane(w).includes('21 84'));
+    tmux('send-keys', '-t', w, 'C-]', 'd');
+    await waitFor('the detach message', () => pane(w).includes(`[detached from ${agentId}]`));
+    await expectRestored(w);
+  });
+
+  it('serves a browser-style client with a single-use ticket and checks its Origin', async () => {
+    const t = await ticket({ node: nodeId, agent: agentId });
+    expect(t.status).toBe(201);
+    expect(t.json).toMatchObject({ node: nodeId, agent: agentId, read_only: false });
+    const v = await wsViewer(wsUrl({ ticket: t.json.ticket as string, cols: '80', rows: '24' }), {
+      origin: tower.url,
+    });
+    await waitFor('the screen snapshot', () => v.out().includes('echo: hello via tower'));
+    v.ws.send(Buffer.from('from the browser\r'));
+    await waitFor('the echo', () => v.out().includes('echo: from the browser'));
+    v.ws.send(JSON.stringify({ type: 'resize', cols: 77, rows: 19 }));
+    v.ws.send(Buffer.from('run: stty size < /dev/tty\r'));
+    await waitFor('the resize', () => v.out().includes('19 77'));
+    v.ws.close();
+    await v.closed;
+
+    // Used once: the same ticket again is refused.
+    const again = await wsViewer(wsUrl({ ticket: t.json.ticket as string }), { origin: tower.url });
+    expect(await again.closed).toBe(4401);
+    expect(again.frames).toMatchObject([{ type: 'error', code: 'unauthenticated' }]);
+
+    // Another site's page may not use a ticket.
+    const t2 = await ticket({ node: nodeId, agent: agentId });
+    const foreign = await wsViewer(wsUrl({ ticket: t2.json.ticket as string }), {
+      origin: 'https://evil.example',
+    });
+    expect(await foreign.closed).toBe(4403);
+    expect(foreign.frames).toMatchObject([{ type: 'error', code: 'not_authorized' }]);
+  });
+
+  it('refuses a credential of another domain', async () => {
+    const other = (JSON.parse(await svc(['--json', 'domain', 'create', 'elsewhere'])) as { id: string }).id;
+    const tok = (
+      JSON.parse(
+        await svc([
+          '--json',
+          'token',
+          'create',
+          '--name',
+          'other',
+          '--scope',
+          'work:write',
+          '--domain',
+          other,
+        ]),
+      ) as { token: string }
+    ).token;
+    const v = await wsViewer(wsUrl({ node: nodeId, agent: agentId }), { authorization: `Bearer ${tok}` });
+    expect(await v.closed).toBe(4403);
+    expect(v.frames).toMatchObject([{ type: 'error', code: 'not_authorized' }]);
+    expect((await ticket({ node: nodeId, agent: agentId }, tok)).json).toMatchObject({
+      code: 'not_authorized',
+    });
+  });
+
+  it('ends an open session when svcd restarts, attaches again at once, and says when the node is offline', async () => {
+    const v = await wsViewer(wsUrl({ node: nodeId, agent: agentId }), {
+      authorization: `Bearer ${adminToken}`,
+    });
+    await waitFor('the snapshot', () => v.out().includes('reference agent ready'));
+    svcd.kill('SIGTERM');
+    await svcd.exited;
+    await v.closed;
+    expect(v.frames.map((f) => f.type)).toEqual([expect.stringMatching(/^(error|exit)$/)]);
+
+    const off = await wsViewer(wsUrl({ node: nodeId, agent: agentId }), {
+      authorization: `Bearer ${adminToken}`,
+    });
+    expect(await off.closed).toBe(4503);
+    expect(off.frames).toMatchObject([{ type: 'error', code: 'node_offline' }]);
+
+    svcd = startSvcd();
+    await agentRunning();
+    // A new attach secret was registered; no operator action is needed.
+    const next = await waitFor('an attach after the restart', async () => {
+      const n = await wsViewer(wsUrl({ node: nodeId, agent: agentId }), {
+        authorization: `Bearer ${adminToken}`,
+      });
+      const first = await Promise.race([
+        n.closed.then(() => 'closed'),
+        waitFor('output', () => n.out().length > 0 && 'open'),
+      ]);
+      return first === 'open' ? n : null;
+    });
+    next.ws.send(Buffer.from('after restart\r'));
+    await waitFor('the echo', () => next.out().includes('echo: after restart'));
+    next.ws.close();
+  }, 90_000);
 });

@@ -9,6 +9,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import {
   type AttachListResult,
   checkAttachOpen,
+  closeCodeOf,
   type ErrorFrame,
   LOCAL_ATTACH_PATH,
   NODE_ATTACH_PREFIX,
@@ -111,7 +112,7 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
 
   function refuse(ws: WebSocket, code: ErrorCode, message: string): void {
     const f: ErrorFrame = { type: 'error', code, message };
-    ws.send(JSON.stringify(f), () => ws.close(4000 + codeNumber(code), code));
+    ws.send(JSON.stringify(f), () => ws.close(closeCodeOf(code), code));
   }
 
   /** Connects a viewer's WebSocket to the agent's session. */
@@ -251,25 +252,4 @@ function toBuffer(data: WebSocket.RawData): Buffer {
   if (Buffer.isBuffer(data)) return data;
   if (Array.isArray(data)) return Buffer.concat(data);
   return Buffer.from(data);
-}
-
-/** Close codes 4000+status-ish: 4404 not found, 4403 refused, 4503 unavailable. */
-function codeNumber(code: ErrorCode): number {
-  switch (code) {
-    case 'agent_not_found':
-      return 404;
-    case 'agent_not_running':
-      return 409;
-    case 'not_authorized':
-    case 'secret_mismatch':
-    case 'forbidden':
-      return 403;
-    case 'unauthenticated':
-      return 401;
-    case 'node_offline':
-    case 'unavailable':
-      return 503;
-    default:
-      return 400;
-  }
 }

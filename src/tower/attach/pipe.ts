@@ -1,0 +1,52 @@
+// Pipes two WebSockets both ways, frame for frame (binary stays binary, text stays text), with
+// backpressure: a direction stops reading its source while more than FLOW_HIGH_BYTES it
+// forwarded are not yet written out, and reads again below FLOW_LOW_BYTES. So a slow viewer
+// slows only its own stream (the node, seeing TCP backpressure, skips or re-syncs it) and the
+// tower's memory per stream stays bounded. Closing either side closes the other.
+import WebSocket from 'ws';
+import { FLOW_HIGH_BYTES, FLOW_LOW_BYTES } from '../../protocol/attach.js';
+
+export function pipeSockets(
+  a: WebSocket,
+  b: WebSocket,
+  onClose: (code: number, reason: string) => void,
+): void {
+  let closed = false;
+  const close = (to: WebSocket, code: number, reason: Buffer) => {
+    if (closed) return;
+    closed = true;
+    // 1005 (no status) and 1006 (abnormal) may not be sent in a close frame.
+    const c = code === 1005 ? 1000 : code === 1006 ? 1011 : code;
+    if (to.readyState === WebSocket.OPEN || to.readyState === WebSocket.CONNECTING) to.close(c, reason);
+    onClose(c, reason.toString());
+  };
+  forward(a, b);
+  forward(b, a);
+  a.on('close', (code, reason) => close(b, code, reason));
+  b.on('close', (code, reason) => close(a, code, reason));
+  a.on('error', () => a.terminate());
+  b.on('error', () => b.terminate());
+  a.resume();
+  b.resume();
+}
+
+function forward(from: WebSocket, to: WebSocket): void {
+  let pending = 0;
+  let paused = false;
+  from.on('message', (data: WebSocket.RawData, isBinary: boolean) => {
+    if (to.readyState !== WebSocket.OPEN) return;
+    const buf = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+    pending += buf.length;
+    to.send(buf, { binary: isBinary }, () => {
+      pending -= buf.length;
+      if (paused && pending < FLOW_LOW_BYTES) {
+        paused = false;
+        from.resume();
+      }
+    });
+    if (!paused && pending > FLOW_HIGH_BYTES) {
+      paused = true;
+      from.pause();
+    }
+  });
+}

@@ -1,0 +1,283 @@
+// The attach proxy (DESIGN §3): viewers open GET /api/attach-ws (Bearer, or a single-use
+// ticket from POST /api/attach-tickets for browsers, with Origin checked); the tower
+// authorizes, sends a signed attach.open on the node's control channel and waits for the node
+// to dial back GET /nodes/attach/{stream_id}; then it pipes the two sockets (pipe.ts). Every
+// refusal reaches the viewer as an error frame with a stable code. Streams are per replica,
+// like control channels: the viewer must reach the replica its node is connected to.
+import { createHash, randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { WebSocket } from 'ws';
+import {
+  ATTACH_TICKETS_PATH,
+  ATTACH_WS_PATH,
+  type AttachTicket,
+  AttachTicketRequest,
+  attachSignature,
+  closeCodeOf,
+  DIAL_BACK_TIMEOUT_MS,
+  type ErrorFrame,
+  NODE_ATTACH_PREFIX,
+  parseSizeQuery,
+  TICKET_TTL_MS,
+} from '../../protocol/attach.js';
+import { type ErrorCode, isSvcError, SvcError } from '../../protocol/errors.js';
+import { canSeeDomain, hasScope, type Principal } from '../auth/principal.js';
+import type { TowerContext } from '../context.js';
+import { StreamWatch } from '../feed/stream-watch.js';
+import type { TowerPlugin } from '../http/app.js';
+import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
+import { pipeSockets } from './pipe.js';
+
+export interface AttachOptions {
+  /** Origins besides the tower's own that browsers may attach from (e.g. a console dev server). */
+  allowedOrigins?: string[];
+  agents?: AgentLookup;
+}
+
+interface Ticket {
+  /** The Authorization header the ticket was bought with: re-checked while the stream lives. */
+  header: string;
+  node: string;
+  agent: string;
+  readOnly: boolean;
+  expiresAt: number;
+}
+
+interface PendingStream {
+  nodeId: string;
+  viewer: WebSocket;
+  arrived(node: WebSocket): void;
+}
+
+const MAX_TICKETS = 10_000;
+
+export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
+  return (app: FastifyInstance, ctx: TowerContext) => {
+    const log = ctx.log.child({ component: 'attach' });
+    const agents = opts.agents ?? agentsTableLookup;
+    const tickets = new Map<string, Ticket>();
+    const pending = new Map<string, PendingStream>();
+    const watch = new StreamWatch({ auth: ctx.auth, clock: ctx.clock, log: ctx.log });
+    app.addHook('onClose', async () => watch.stop());
+    const hash = (t: string) => createHash('sha256').update(t).digest('hex');
+
+    /** May this principal attach to the agent on the node? Throws the refusal. */
+    async function authorize(p: Principal, node: string, agent: string, readOnly: boolean): Promise<void> {
+      if (p.kind === 'node') throw new SvcError('not_authorized', 'nodes cannot attach to agents');
+      const scope = readOnly ? 'feed:read' : 'work:write';
+      if (!hasScope(p, scope)) {
+        throw new SvcError(
+          'not_authorized',
+          `attaching${readOnly ? ' read-only' : ''} needs the "${scope}" scope${readOnly ? '' : ' (or attach with read_only)'}`,
+        );
+      }
+      const enrolled = await agents(ctx.store.db, agent);
+      if (enrolled && enrolled.node_id !== node) {
+        throw new SvcError(
+          'agent_not_found',
+          `agent ${agent} is not on node ${node} (it is on ${enrolled.node_id})`,
+        );
+      }
+      if (enrolled ? !canSeeDomain(p, enrolled.domain_id) : p.domains !== null) {
+        throw new SvcError(
+          'not_authorized',
+          enrolled
+            ? `agent ${agent} belongs to domain ${enrolled.domain_id}, which this credential may not see`
+            : `agent ${agent} is not enrolled in any domain: only credentials for all domains may attach to it`,
+        );
+      }
+    }
+
+    function originAllowed(req: FastifyRequest): boolean {
+      const origin = req.headers.origin;
+      if (origin === undefined) return true; // not a browser
+      const own = `${req.protocol}://${req.headers.host ?? ''}`;
+      return origin === own || (opts.allowedOrigins ?? []).includes(origin);
+    }
+
+    app.post(ATTACH_TICKETS_PATH, {
+      config: { scope: 'feed:read' },
+      schema: { body: AttachTicketRequest },
+      handler: async (req, reply) => {
+        const body = req.body as AttachTicketRequest;
+        const readOnly = body.read_only ?? false;
+        await authorize(req.principal, body.node, body.agent, readOnly);
+        const now = ctx.clock.now();
+        for (const [k, t] of tickets) if (t.expiresAt <= now) tickets.delete(k);
+        if (tickets.size >= MAX_TICKETS)
+          throw new SvcError('rate_limited', 'too many open attach tickets; retry soon', { retryAfter: 60 });
+        const ticket = `sat_${randomBytes(32).toString('base64url')}`;
+        const expiresAt = now + TICKET_TTL_MS;
+        tickets.set(hash(ticket), {
+          header: req.headers.authorization ?? '',
+          node: body.node,
+          agent: body.agent,
+          readOnly,
+          expiresAt,
+        });
+        const res: AttachTicket = {
+          ticket,
+          node: body.node,
+          agent: body.agent,
+          read_only: readOnly,
+          expires_at: new Date(expiresAt).toISOString(),
+        };
+        return reply.code(201).send(res);
+      },
+    });
+
+    app.get(
+      ATTACH_WS_PATH,
+      { config: { scope: 'public', rateLimitExempt: true }, websocket: true },
+      (socket, req) => {
+        // Frames the viewer sends before the node is there wait in the socket.
+        socket.pause();
+        void openStream(socket, req).catch((e: unknown) => {
+          const err = isSvcError(e) ? e : new SvcError('internal', 'attach failed');
+          if (!isSvcError(e)) log.error({ err: e }, 'attach failed');
+          refuse(socket, err.code, err.message);
+        });
+      },
+    );
+
+    async function openStream(viewer: WebSocket, req: FastifyRequest): Promise<void> {
+      const q = new URLSearchParams(req.url.slice(req.url.indexOf('?') + 1));
+      if (!originAllowed(req)) {
+        throw new SvcError(
+          'not_authorized',
+          `origin ${req.headers.origin} may not attach (tower option allowed origins)`,
+        );
+      }
+      const size = parseSizeQuery(q);
+      let node = q.get('node') ?? '';
+      let agent = q.get('agent') ?? '';
+      let readOnly = size.readOnly;
+      let header: string;
+      const ticketText = q.get('ticket') ?? q.get('token');
+      if (ticketText) {
+        const key = hash(ticketText);
+        const t = tickets.get(key);
+        tickets.delete(key); // single use, even when refused below
+        if (!t || t.expiresAt <= ctx.clock.now()) {
+          throw new SvcError(
+            'unauthenticated',
+            'unknown, used or expired attach ticket: get a new one (POST /api/attach-tickets)',
+          );
+        }
+        if ((node && node !== t.node) || (agent && agent !== t.agent)) {
+          throw new SvcError('not_authorized', 'the ticket is for another agent');
+        }
+        ({ node, agent, readOnly, header } = t);
+      } else {
+        header = req.headers.authorization ?? '';
+      }
+      if (!node || !agent)
+        throw new SvcError('bad_request', 'give node and agent: /api/attach-ws?node=N&agent=A');
+      const principal = await ctx.auth.fromHeader(header || undefined);
+      await authorize(principal, node, agent, readOnly);
+      if (!ctx.nodes.isOnline(node)) {
+        throw new SvcError(
+          'node_offline',
+          `node ${node} is not connected to the tower: is its svcd running?`,
+        );
+      }
+      const secret = ctx.nodes.attachSecret(node);
+      if (!secret) throw new SvcError('node_offline', `node ${node} has not registered an attach secret yet`);
+
+      const streamId = `st_${randomBytes(16).toString('base64url')}`;
+      const fields = {
+        stream_id: streamId,
+        agent_id: agent,
+        cols: size.cols,
+        rows: size.rows,
+        read_only: readOnly,
+        ts: ctx.clock.now(),
+      };
+      const nodeSocket = await new Promise<WebSocket | null>((resolve) => {
+        const timer = ctx.clock.setTimeout(() => {
+          pending.delete(streamId);
+          resolve(null);
+        }, DIAL_BACK_TIMEOUT_MS);
+        pending.set(streamId, {
+          nodeId: node,
+          viewer,
+          arrived: (ws) => {
+            timer.cancel();
+            pending.delete(streamId);
+            resolve(ws);
+          },
+        });
+        viewer.once('close', () => {
+          if (pending.delete(streamId)) {
+            timer.cancel();
+            resolve(null);
+          }
+        });
+        const sent = ctx.nodes.send(node, {
+          type: 'attach.open',
+          ...fields,
+          sig: attachSignature(secret, fields),
+          who: principal.name,
+        });
+        if (!sent) {
+          timer.cancel();
+          pending.delete(streamId);
+          resolve(null);
+        }
+      });
+      if (viewer.readyState !== viewer.OPEN) {
+        nodeSocket?.close(1000, 'viewer left');
+        return;
+      }
+      if (!nodeSocket) {
+        throw new SvcError(
+          'node_offline',
+          `node ${node} did not answer the attach request within ${DIAL_BACK_TIMEOUT_MS / 1000} s`,
+        );
+      }
+      const started = ctx.clock.now();
+      const unwatch = watch.add(header, {
+        keepalive: () => {},
+        end: (why) => {
+          refuse(viewer, 'unauthenticated', why);
+          nodeSocket.close(1000, 'viewer credential ended');
+        },
+      });
+      const onShutdown = () => {
+        refuse(viewer, 'unavailable', 'the tower is shutting down; attach again');
+        nodeSocket.close(1001, 'tower shutting down');
+      };
+      ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
+      pipeSockets(viewer, nodeSocket, (code) => {
+        unwatch();
+        ctx.shutdown.removeEventListener('abort', onShutdown);
+        log.info(
+          { stream: streamId, node, agent, who: principal.name, code, ms: ctx.clock.now() - started },
+          'attach stream closed',
+        );
+      });
+    }
+
+    app.get(
+      `${NODE_ATTACH_PREFIX}:stream_id`,
+      { config: { scope: 'feed:read', rateLimitExempt: true }, websocket: true },
+      (socket, req) => {
+        const id = (req.params as { stream_id: string }).stream_id;
+        const p = pending.get(id);
+        if (!p || req.principal.nodeId !== p.nodeId) {
+          socket.close(1008, 'no such attach stream for this node');
+          return;
+        }
+        socket.pause();
+        p.arrived(socket);
+      },
+    );
+  };
+}
+
+function refuse(ws: WebSocket, code: ErrorCode, message: string): void {
+  if (ws.readyState !== ws.OPEN) return;
+  const f: ErrorFrame = { type: 'error', code, message };
+  ws.resume();
+  ws.send(JSON.stringify(f), () => ws.close(closeCodeOf(code), code));
+}
