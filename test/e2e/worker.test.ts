@@ -330,6 +330,28 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
     expect(readFileSync(count, 'utf8')).toBe('done\n');
   });
 
+  it('svc run --foreground streams the loop until Ctrl-C, which stops it', async () => {
+    const fg = spawnProc(
+      SVC_BIN,
+      ['run', 'beta_cli', '--domain', domainId, '--foreground', '--poll', '3600'],
+      cli,
+    );
+    await waitFor('the loop to run', async () => (await loopOf('beta_cli')) !== undefined);
+    const t = await submit({
+      title: 'watched',
+      claim_policy: 'assigned',
+      assigned_agent_id: (await loopOf('beta_cli'))!.agent_id,
+    });
+    await waitFor('the outcome on the terminal', () =>
+      new RegExp(`completed\\s+${t.id}`).test(fg.stdout()) ? true : null,
+    );
+    expect(fg.stdout()).toMatch(new RegExp(`claimed\\s+${t.id} watched`));
+    fg.kill('SIGINT');
+    expect(await fg.exited).toBe(0);
+    expect(fg.stderr()).toContain('work loop stopped');
+    expect(await loopOf('beta_cli')).toBeUndefined();
+  });
+
   it('never dispatches tasks created through the regular task API', async () => {
     const touched = join(tmp.dir, 'regular-touched');
     const regular = await api<{ id: string; status: string }>(
