@@ -3,6 +3,7 @@
 // payload (same machine, so wall clocks agree). Driven over IPC by index.mjs.
 import http from 'node:http';
 import { io } from 'socket.io-client';
+import WebSocket from 'ws';
 
 const [kind, url, token, nText] = process.argv.slice(2);
 const N = Number(nText);
@@ -51,6 +52,19 @@ function openSse(i) {
   });
 }
 
+function openWs(i) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/events/ws?type=progress`, {
+      headers: { authorization: `Bearer ${token}` },
+      perMessageDeflate: false,
+    });
+    ws.on('message', (data) => onEvent(i, JSON.parse(data).payload.t));
+    ws.once('open', resolve);
+    ws.once('error', reject);
+    closers.push(() => ws.terminate());
+  });
+}
+
 function openSocketIo(i) {
   return new Promise((resolve, reject) => {
     const s = io(url, { transports: ['websocket'], forceNew: true, reconnection: false });
@@ -62,7 +76,7 @@ function openSocketIo(i) {
 }
 
 async function connectAll() {
-  const open = kind === 'svc' ? openSse : openSocketIo;
+  const open = kind === 'svc' ? openSse : kind === 'svc-ws' ? openWs : openSocketIo;
   // In waves, so the listen backlog never overflows.
   for (let i = 0; i < N; i += 100) {
     await Promise.all(Array.from({ length: Math.min(100, N - i) }, (_, k) => open(i + k)));

@@ -3,6 +3,7 @@
 // subscriber. socket.io 4 runs side by side in the same harness with the same message size.
 // Publishing on the tower is POST /nodes/events (a durable write through the event log);
 // on socket.io it is an emit to the server, which broadcasts with io.emit.
+// BENCH_FEED_PEERS=svc,svc-ws,socket.io adds the tower read over /events/ws.
 import { fork, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
@@ -76,7 +77,8 @@ async function stopServer(child) {
 
 /** The peer under test: start it, publish batches of events, stop it. */
 async function peer(name) {
-  if (name === 'svc') {
+  // svc-ws: the same tower, read over /events/ws.
+  if (name === 'svc' || name === 'svc-ws') {
     const home = mkdtempSync(join(tmpdir(), 'svc-bench-feed-'));
     // Rate limits on (every event carries the rate_limit block), set high enough not to bite.
     const srv = await startServer(

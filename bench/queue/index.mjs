@@ -294,14 +294,21 @@ const rows = PEERS.map(
 );
 
 const lat = [];
+const p99s = [];
 for (const h of HISTORY > 0 ? [0, HISTORY] : [0]) {
   const l = await claimLatency(h);
+  p99s.push(l.p99);
   console.log(
     `claim latency with ${h} completed tasks: p50 ${l.p50.toFixed(2)} ms p99 ${l.p99.toFixed(2)} ms`,
   );
   lat.push(`| ${h.toLocaleString('en-US')} | ${l.p50.toFixed(2)} | ${l.p99.toFixed(2)} |`);
 }
 
+const ratio = (a, b) =>
+  PEERS.includes(a) && PEERS.includes(b) ? (med(a, 'perSec') / med(b, 'perSec')).toFixed(3) : 'n/a';
+const verdict = `Ratios (throughput): svc / graphile-worker = ${ratio('svc', 'graphile-worker')} (target >= 1),
+svc-http / graphile-worker = ${ratio('svc-http', 'graphile-worker')} (target >= 0.33). Claim p99 with
+history / empty = ${p99s.length === 2 ? (p99s[1] / p99s[0]).toFixed(2) : 'n/a'} (target <= 1.5).`;
 writeSection(
   'queue',
   `## Queue (bench/queue)
@@ -331,6 +338,8 @@ completed tasks bulk-inserted first):
 | completed tasks in store | claim p50 ms | claim p99 ms |
 |---|---|---|
 ${lat.join('\n')}
+
+${verdict}
 `,
 );
 process.exit(0);

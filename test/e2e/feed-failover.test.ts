@@ -7,6 +7,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { EventSource } from 'eventsource';
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { openStream } from '../support/feed-stream.js';
 import { createTestSchema } from '../support/pg.js';
 import { waitFor } from '../support/poll.js';
@@ -193,5 +194,56 @@ describe('feed failover', () => {
     });
     expect(resumed.got.map((e) => e.id)).toEqual(all.slice(ids.length));
     await Promise.all([healthy.close(), resumed.close()]);
+  }, 120_000);
+
+  it('cuts off a WebSocket consumer that stops reading while another keeps receiving', async () => {
+    const h = home();
+    const tower = await startTowerProc({ SVC_HOME: h }, ['--rate-limit', '0']);
+    const admin = readFileSync(join(h, 'tower', 'admin.token'), 'utf8').trim();
+    const jwt = await registerNode(tower.url, admin, 'stall-ws');
+    const open = (onMessage: (data: string) => void) => {
+      const ws = new WebSocket(`${tower.url.replace('http', 'ws')}/events/ws?type=progress`, {
+        headers: { authorization: `Bearer ${admin}` },
+      });
+      ws.on('message', (d) => onMessage(String(d)));
+      cleanups.push(() => ws.terminate());
+      return new Promise<WebSocket>((resolve, reject) => {
+        ws.once('open', () => resolve(ws));
+        ws.once('error', reject);
+      });
+    };
+    let stalledCount = 0;
+    let stalledClosed = false;
+    const stalled = await open(() => {
+      stalledCount++;
+    });
+    stalled.on('close', () => {
+      stalledClosed = true;
+    });
+    // Stop reading the TCP connection underneath the client.
+    (stalled as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
+    const healthy: number[] = [];
+    await open((d) => healthy.push((JSON.parse(d) as { payload: { n: number } }).payload.n));
+
+    const TOTAL = 4000;
+    const BATCH = 200;
+    const filler = 'x'.repeat(4096);
+    for (let start = 0; start < TOTAL; start += BATCH) {
+      const events = Array.from({ length: BATCH }, (_, i) => ({
+        key: `w${start + i}`,
+        type: 'progress',
+        payload: { n: start + i, filler },
+      }));
+      expect(await post(tower.url, jwt, '/nodes/events', { events })).toBe(202);
+    }
+    await waitFor('the healthy consumer to get everything', () => healthy.length >= TOTAL, {
+      timeoutMs: 60_000,
+    });
+    expect(healthy).toEqual(Array.from({ length: TOTAL }, (_, i) => i));
+    (stalled as unknown as { _socket: { resume(): void } })._socket.resume();
+    await waitFor('the tower to have dropped the stalled connection', () => stalledClosed, {
+      timeoutMs: 30_000,
+    });
+    expect(stalledCount).toBeLessThan(TOTAL);
   }, 120_000);
 });

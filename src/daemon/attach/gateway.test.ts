@@ -141,7 +141,10 @@ describe('attach over svcd.sock', () => {
     const v = await local(c, 'agent=tty');
     await sup?.restartAgent('tty');
     expect(await v.closed).toBe(1000);
-    expect(v.frames).toEqual([{ type: 'exit', code: null, signal: expect.any(String) }]);
+    // Killed by the restart: a signal name, or (when the PTY reports the exit before the
+    // signal is known, as on a loaded machine) neither code nor signal; never a clean exit.
+    expect(v.frames).toHaveLength(1);
+    expect(v.frames[0]).toMatchObject({ type: 'exit', code: null });
     const again = await local(c, 'agent=tty');
     again.type('after restart\r');
     await waitFor('the echo after restart', () => again.out().includes('echo: after restart'));

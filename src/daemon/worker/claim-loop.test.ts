@@ -61,7 +61,7 @@ describe('claim loop', () => {
     l.start();
     await clock.advance(0);
     expect(runs.started).toEqual(['t1', 't2']);
-    expect(l.status().running).toEqual(['t1', 't2']);
+    expect(l.status().running.map((r) => r.task_id)).toEqual(['t1', 't2']);
     runs.live.get('t1')?.finish();
     await clock.advance(0);
     expect(runs.started).toEqual(['t1', 't2', 't3']);

@@ -35,7 +35,7 @@ export interface ClaimLoopStatus {
   agent_id: string;
   max_concurrent: number;
   poll_interval_ms: number;
-  running: string[];
+  running: { task_id: string; title: string; attempt: number; started_at: string }[];
   counts: { claimed: number; completed: number; failed: number; cancelled: number; abandoned: number };
   last_poll_at: string | null;
   last_error: string | null;
@@ -46,7 +46,10 @@ export interface ClaimLoopStatus {
 const RECENT_CLAIMS = 50;
 
 export class ClaimLoop {
-  private readonly running = new Map<string, { ctl: AbortController; done: Promise<void> }>();
+  private readonly running = new Map<
+    string,
+    { ctl: AbortController; done: Promise<void>; lease: Lease; startedAt: number }
+  >();
   private readonly counts = { claimed: 0, completed: 0, failed: 0, cancelled: 0, abandoned: 0 };
   private readonly recent: ClaimRecord[] = [];
   private filling: Promise<void> | null = null;
@@ -57,7 +60,17 @@ export class ClaimLoop {
   private lastPollAt: number | null = null;
   private lastError: string | null = null;
 
-  constructor(private readonly o: ClaimLoopOptions) {}
+  private maxConcurrent: number;
+
+  constructor(private readonly o: ClaimLoopOptions) {
+    this.maxConcurrent = o.maxConcurrent;
+  }
+
+  /** A new limit applies from the next claim (running subagents are not stopped). */
+  setMaxConcurrent(n: number): void {
+    this.maxConcurrent = n;
+    this.wake('slot_free');
+  }
 
   start(): void {
     this.armPoll();
@@ -92,6 +105,10 @@ export class ClaimLoop {
     return this.running.has(taskId);
   }
 
+  get size(): number {
+    return this.running.size;
+  }
+
   /**
    * Stops claiming. drain: wait for running subagents to finish; otherwise stop them now
    * (their tasks are not reported: the leases expire and the tasks are claimed again).
@@ -108,9 +125,14 @@ export class ClaimLoop {
   status(): ClaimLoopStatus {
     return {
       agent_id: this.o.agentId,
-      max_concurrent: this.o.maxConcurrent,
+      max_concurrent: this.maxConcurrent,
       poll_interval_ms: this.o.pollMs,
-      running: [...this.running.keys()],
+      running: [...this.running.values()].map((r) => ({
+        task_id: r.lease.task.id,
+        title: r.lease.task.title,
+        attempt: r.lease.task.attempt,
+        started_at: iso(r.startedAt),
+      })),
       counts: { ...this.counts },
       last_poll_at: this.lastPollAt === null ? null : iso(this.lastPollAt),
       last_error: this.lastError,
@@ -128,7 +150,7 @@ export class ClaimLoop {
   }
 
   private async fill(reason: WakeReason, wokenAt: number): Promise<void> {
-    while (!this.stopping && this.running.size < this.o.maxConcurrent) {
+    while (!this.stopping && this.running.size < this.maxConcurrent) {
       let lease: Lease | null;
       try {
         lease = await this.o.api.claim(this.o.agentId);
@@ -150,12 +172,13 @@ export class ClaimLoop {
 
   private launch(lease: Lease, reason: WakeReason, wokenAt: number): void {
     const taskId = lease.task.id;
+    const now = this.o.clock.now();
     this.counts.claimed++;
     this.recent.push({
       task_id: taskId,
       wake: reason,
       woken_at: iso(wokenAt),
-      claimed_at: iso(this.o.clock.now()),
+      claimed_at: iso(now),
     });
     if (this.recent.length > RECENT_CLAIMS) this.recent.shift();
     const ctl = new AbortController();
@@ -180,6 +203,6 @@ export class ClaimLoop {
         this.running.delete(taskId);
         this.wake('slot_free');
       });
-    this.running.set(taskId, { ctl, done });
+    this.running.set(taskId, { ctl, done, lease, startedAt: now });
   }
 }

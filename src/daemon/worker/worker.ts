@@ -1,27 +1,32 @@
-// The task worker (DESIGN §4 Task worker): `svc run <runtime> --domain D` starts a claim loop
-// for an agent of this node enrolled in D. The loop claims at start, on every task_ready, on a
-// periodic poll (a lost task_ready delays work, never strands it) and whenever a run ends;
-// at most max_concurrent ephemeral subagents run at once, each in $SVC_HOME/work/<task_id>
-// with lease heartbeats, progress reported to the tower, and complete/fail at the end.
-// Loops live in memory: after a svcd restart, `svc run` starts them again, and tasks whose
-// subagent died with svcd return to pending when their lease expires.
-import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+// The task worker (DESIGN §4 Task worker): `svc run <runtime> --domain D` starts a work loop
+// (claim-loop.ts) for an agent of this node enrolled in D; each claimed task runs in an
+// ephemeral subagent (subagent.ts). This file is the component: mgmt methods, control-channel
+// wake-ups and cancels, loops kept in state.db and resumed at start, and recovery: subagents
+// a crashed svcd left running are killed at start (their tasks come back when leases expire).
 import { type Static, Type } from '@sinclair/typebox';
-import type { TimerHandle } from '../../lib/clock.js';
+import type { Clock } from '../../lib/clock.js';
+import { iso, systemClock } from '../../lib/clock.js';
 import { SvcError } from '../../protocol/errors.js';
-import type { Agent, Claimed, MeshTask } from '../../protocol/mesh.js';
+import type { Agent } from '../../protocol/mesh.js';
 import { type RuntimeKind, RuntimeKindSchema } from '../../protocol/runtimes.js';
-import type { Component, DaemonContext } from '../context.js';
+import { loadSvcdConfig, type SvcdConfig } from '../config/config.js';
+import type { CallContext, Component, DaemonContext } from '../context.js';
+import { reapOrphanGroup } from '../process/group.js';
+import { withoutCredentials } from '../runtimes/env.js';
 import type { RuntimeRunner } from '../runtimes/runner.js';
+import { ClaimLoop, type ClaimLoopStatus } from './claim-loop.js';
+import type { MeshWorkApi } from './mesh-api.js';
+import { createWorkerStore, type LoopRow } from './store.js';
+import { runSubagent, type SubagentOutcome } from './subagent.js';
+import { createTowerMesh } from './tower-mesh.js';
 
 export const WorkerStartParams = Type.Object(
   {
     runtime: RuntimeKindSchema,
     domain_id: Type.String({ minLength: 1, maxLength: 100 }),
-    max_concurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
+    max_concurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
     capabilities: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100 })),
-    poll_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),
+    poll_seconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 3600 })),
     timeout_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 86_400 })),
   },
   { additionalProperties: false },
@@ -40,44 +45,79 @@ export const AgentEnrollParams = Type.Object(
 export type AgentEnrollParams = Static<typeof AgentEnrollParams>;
 
 const WorkerRef = Type.Object(
-  { runtime: Type.Optional(RuntimeKindSchema), domain_id: Type.Optional(Type.String()) },
+  {
+    runtime: Type.Optional(RuntimeKindSchema),
+    domain_id: Type.Optional(Type.String()),
+    /** Stop running subagents now instead of letting them finish (their tasks are re-queued
+     *  by the tower when their leases expire). */
+    now: Type.Optional(Type.Boolean()),
+  },
   { additionalProperties: false },
 );
 type WorkerRef = Static<typeof WorkerRef>;
 
-interface Running {
-  task: MeshTask;
-  abort: AbortController;
-  startedAt: number;
+/** What `svc run --foreground` and worker.follow stream. */
+export interface WorkerEvent {
+  at: string;
+  loop: string;
+  type: 'claimed' | 'progress' | 'completed' | 'failed' | 'cancelled' | 'abandoned' | 'stopped';
+  task_id?: string;
+  title?: string;
+  message?: string;
 }
 
 interface Loop {
-  key: string;
-  runtime: RuntimeKind;
-  domainId: string;
-  agentId: string;
-  maxConcurrent: number;
-  pollMs: number;
-  timeoutMs: number | undefined;
-  running: Map<string, Running>;
-  claiming: boolean;
-  again: boolean;
-  stopped: boolean;
-  timer: TimerHandle | null;
-  completed: number;
-  failed: number;
-  lastError: string | null;
+  row: LoopRow;
+  claims: ClaimLoop;
 }
 
 export interface Worker extends Component {
   start(): Promise<void>;
 }
 
-export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner): Worker {
+export interface WorkerDeps {
+  /** The mesh (default: the tower over ctx.tower). */
+  api?: MeshWorkApi;
+  /** Use this configuration instead of reading config.toml (tests). */
+  config?: SvcdConfig;
+  /** Real-time waits for process exits when reaping orphans. */
+  waits?: Clock;
+}
+
+export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, deps: WorkerDeps = {}): Worker {
   const log = ctx.log.child({ component: 'worker' });
+  const store = createWorkerStore(ctx.state);
+  const tower = deps.api ?? createTowerMesh(ctx.tower);
+  const followers = new Set<(e: WorkerEvent) => void>();
   const loops = new Map<string, Loop>();
-  const mcp = <T>(tool: string, args: Record<string, unknown>) =>
-    ctx.tower.request<{ result: T }>('POST', '/mcp/call', { tool, args }).then((r) => r.result);
+  /** Loops stopped with drain, still finishing their subagents. */
+  const draining = new Set<ClaimLoop>();
+  const unsubscribe: (() => void)[] = [];
+  const gitEnv = withoutCredentials(ctx.env);
+  let config: SvcdConfig | null = deps.config ?? null;
+
+  const emit = (e: Omit<WorkerEvent, 'at'>) => {
+    if (followers.size === 0) return;
+    const ev = { at: iso(ctx.clock.now()), ...e };
+    for (const f of followers) f(ev);
+  };
+  const cfg = () => {
+    if (!config) throw new Error('worker not started');
+    return config;
+  };
+  /** The tower mesh, with progress also told to followers. */
+  const api = (key: string): MeshWorkApi => ({
+    claim: (agentId) => tower.claim(agentId),
+    start: (taskId, leaseId) => tower.start(taskId, leaseId),
+    heartbeat: (taskId, leaseId) => tower.heartbeat(taskId, leaseId),
+    progress: (taskId, leaseId, p) => {
+      emit({ loop: key, type: 'progress', task_id: taskId, message: p.message });
+      return tower.progress(taskId, leaseId, p);
+    },
+    complete: (taskId, leaseId, result) => tower.complete(taskId, leaseId, result),
+    fail: (taskId, leaseId, reason) => tower.fail(taskId, leaseId, reason),
+    repository: (domainId, missionId) => tower.repository(domainId, missionId),
+  });
 
   async function enroll(p: AgentEnrollParams): Promise<Agent> {
     return ctx.tower.request<Agent>('POST', '/agents', p);
@@ -97,165 +137,134 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner): W
     });
   }
 
-  function schedule(loop: Loop) {
-    loop.timer?.cancel();
-    if (loop.stopped) return;
-    loop.timer = ctx.clock.setTimeout(() => {
-      wake(loop);
-      schedule(loop);
-    }, loop.pollMs);
-  }
-
-  function wake(loop: Loop) {
-    if (loop.stopped) return;
-    if (loop.claiming) {
-      loop.again = true;
-      return;
-    }
-    loop.claiming = true;
-    void (async () => {
-      try {
-        do {
-          loop.again = false;
-          while (!loop.stopped && loop.running.size < loop.maxConcurrent) {
-            const claimed = await mcp<Claimed | null>('claim_mesh_task', { agent_id: loop.agentId });
-            if (!claimed) break;
-            launch(loop, claimed);
-          }
-        } while (loop.again && !loop.stopped);
-        loop.lastError = null;
-      } catch (e) {
-        loop.lastError = (e as Error).message;
-        log.warn({ err: loop.lastError, agent: loop.agentId }, 'claiming failed; retrying at the next poll');
-      } finally {
-        loop.claiming = false;
-      }
-    })();
-  }
-
-  function launch(loop: Loop, claimed: Claimed) {
-    const { task, lease_id: leaseId } = claimed;
-    const abort = new AbortController();
-    loop.running.set(task.id, { task, abort, startedAt: ctx.clock.now() });
-    const workdir = join(ctx.paths.workDir, task.id);
-    const hb: { timer: TimerHandle | null } = { timer: null };
-    const beatEvery = Math.max(1000, Math.floor((claimed.lease_seconds * 1000) / 3));
-    const beat = () => {
-      hb.timer = ctx.clock.setTimeout(() => {
-        mcp('heartbeat_mesh_task', { task_id: task.id, lease_id: leaseId }).then(
-          () => {
-            if (!abort.signal.aborted) beat();
-          },
-          (e: unknown) => {
-            // 409: the lease is gone (expired and reclaimed, or cancelled): stop the run.
-            if ((e as SvcError).code === 'stale_lease' || (e as SvcError).code === 'illegal_transition') {
-              log.warn({ task: task.id }, 'lease lost; stopping the subagent');
-              abort.abort();
-            } else if (!abort.signal.aborted) beat();
-          },
-        );
-      }, beatEvery);
+  function startLoop(row: LoopRow): Loop {
+    const c = cfg().worker;
+    const loopApi = api(row.loop_key);
+    const onOutcome = (o: SubagentOutcome) => {
+      const message =
+        o.state === 'failed' ? o.reason.split('\n')[0] : o.state === 'abandoned' ? o.reason : undefined;
+      emit({ loop: row.loop_key, type: o.state, task_id: o.task_id, ...(message ? { message } : {}) });
     };
-    void (async () => {
-      let outcome: 'completed' | 'failed' = 'failed';
-      try {
-        await mkdir(workdir, { recursive: true, mode: 0o700 });
-        await mcp('start_mesh_task', { task_id: task.id, lease_id: leaseId });
-        beat();
-        const result = await runner().run({
-          runtime: loop.runtime,
-          prompt: task.description ? `${task.title}\n\n${task.description}` : task.title,
-          workdir,
-          agentId: loop.agentId,
-          taskId: task.id,
-          signal: abort.signal,
-          ...(loop.timeoutMs !== undefined ? { timeoutMs: loop.timeoutMs } : {}),
-          onProgress: (u) => {
-            const message = u.text ?? u.kind;
-            void mcp('report_progress', {
-              task_id: task.id,
-              lease_id: leaseId,
-              message: message.slice(0, 10_000),
-              data: { kind: u.kind },
-            }).catch(() => {});
+    const claims = new ClaimLoop({
+      agentId: row.agent_id,
+      maxConcurrent: row.max_concurrent,
+      pollMs: row.poll_ms,
+      api: loopApi,
+      clock: ctx.clock,
+      log: log.child({ loop: row.loop_key }),
+      onOutcome,
+      execute: (lease, signal) => {
+        emit({ loop: row.loop_key, type: 'claimed', task_id: lease.task.id, title: lease.task.title });
+        return runSubagent(
+          {
+            runtimes: runner(),
+            api: loopApi,
+            clock: ctx.clock,
+            log,
+            workRoot: ctx.paths.workDir,
+            env: gitEnv,
+            timeoutMs: row.timeout_ms ?? c.taskTimeoutMs,
+            cleanup: c.cleanup,
           },
-        });
-        hb.timer?.cancel();
-        if (result.ok) {
-          await mcp('complete_mesh_task', {
-            task_id: task.id,
-            lease_id: leaseId,
-            result: { summary: result.summary, run_id: result.run_id, duration_ms: result.duration_ms },
-          });
-          outcome = 'completed';
-        } else {
-          const tail = result.output_tail.trim().split('\n').slice(-20).join('\n');
-          const reason = `${result.failure ?? 'failed'}${tail ? `\n--- output tail ---\n${tail}` : ''}`;
-          await mcp('fail_mesh_task', {
-            task_id: task.id,
-            lease_id: leaseId,
-            reason: reason.slice(0, 10_000),
-          });
-        }
-      } catch (e) {
-        log.warn({ err: (e as Error).message, task: task.id }, 'task run ended with an error');
-        await mcp('fail_mesh_task', {
-          task_id: task.id,
-          lease_id: leaseId,
-          reason: `svcd: ${(e as Error).message}`.slice(0, 10_000),
-        }).catch(() => {});
-      } finally {
-        hb.timer?.cancel();
-        loop.running.delete(task.id);
-        if (outcome === 'completed') {
-          loop.completed++;
-          await rm(workdir, { recursive: true, force: true }).catch(() => {});
-        } else loop.failed++;
-        wake(loop);
-      }
-    })();
+          {
+            lease,
+            agentId: row.agent_id,
+            runtime: row.runtime,
+            signal,
+            onSpawn: (runId, pgid) => {
+              void store
+                .saveRun({
+                  task_id: lease.task.id,
+                  run_id: runId,
+                  pgid,
+                  agent_id: row.agent_id,
+                  started_at: iso(ctx.clock.now()),
+                })
+                .catch((e: unknown) => log.warn({ err: e }, 'cannot record the run'));
+            },
+          },
+        ).finally(() =>
+          store.removeRun(lease.task.id).catch((e: unknown) => log.warn({ err: e }, 'cannot forget the run')),
+        );
+      },
+    });
+    const loop = { row, claims };
+    loops.set(row.loop_key, loop);
+    claims.start();
+    log.info({ agent: row.agent_id, runtime: row.runtime, domain: row.domain_id }, 'work loop started');
+    return loop;
   }
 
-  function statusOf(loop: Loop) {
+  function statusOf(l: Loop) {
+    const s: ClaimLoopStatus = l.claims.status();
     return {
-      runtime: loop.runtime,
-      domain_id: loop.domainId,
-      agent_id: loop.agentId,
-      max_concurrent: loop.maxConcurrent,
-      poll_seconds: loop.pollMs / 1000,
-      running: [...loop.running.values()].map((r) => ({
-        task_id: r.task.id,
-        title: r.task.title,
-        started_at: new Date(r.startedAt).toISOString(),
-      })),
-      completed: loop.completed,
-      failed: loop.failed,
-      last_error: loop.lastError,
+      runtime: l.row.runtime,
+      domain_id: l.row.domain_id,
+      agent_id: l.row.agent_id,
+      max_concurrent: s.max_concurrent,
+      poll_seconds: l.row.poll_ms / 1000,
+      timeout_seconds: (l.row.timeout_ms ?? cfg().worker.taskTimeoutMs) / 1000,
+      started_at: l.row.started_at,
+      running: s.running,
+      completed: s.counts.completed,
+      failed: s.counts.failed,
+      counts: s.counts,
+      last_poll_at: s.last_poll_at,
+      last_error: s.last_error,
+      recent_claims: s.recent_claims,
     };
   }
 
   function select(ref: WorkerRef): Loop[] {
     return [...loops.values()].filter(
-      (l) => (!ref.runtime || l.runtime === ref.runtime) && (!ref.domain_id || l.domainId === ref.domain_id),
+      (l) =>
+        (!ref.runtime || l.row.runtime === ref.runtime) &&
+        (!ref.domain_id || l.row.domain_id === ref.domain_id),
     );
   }
 
-  function stopLoop(loop: Loop, cancelRunning: boolean) {
-    loop.stopped = true;
-    loop.timer?.cancel();
-    if (cancelRunning) for (const r of loop.running.values()) r.abort.abort();
-    loops.delete(loop.key);
+  /** Kills subagents a previous svcd left running (it died mid-task): see docs/worker.md. */
+  async function reapOrphans(): Promise<void> {
+    const waits = deps.waits ?? systemClock;
+    for (const r of await store.runs()) {
+      const killed = await reapOrphanGroup(r.pgid, r.run_id, cfg().supervisor.stopGraceMs, waits);
+      if (killed) log.warn({ task: r.task_id, run: r.run_id, pgid: r.pgid }, 'killed an orphaned subagent');
+      await store.removeRun(r.task_id);
+    }
+  }
+
+  async function follow(ref: WorkerRef, call: CallContext): Promise<unknown> {
+    const keys = new Set(select(ref).map((l) => l.row.loop_key));
+    const f = (e: WorkerEvent) => {
+      if (keys.size === 0 || keys.has(e.loop)) call.notify('worker.event', e);
+    };
+    followers.add(f);
+    try {
+      await new Promise<void>((resolve) => {
+        if (call.signal.aborted || ctx.shutdown.aborted) return resolve();
+        call.signal.addEventListener('abort', () => resolve(), { once: true });
+        ctx.shutdown.addEventListener('abort', () => resolve(), { once: true });
+      });
+    } finally {
+      followers.delete(f);
+    }
+    return {};
   }
 
   return {
     name: 'worker',
     async start() {
-      ctx.control.on('task_ready', (msg) => {
-        for (const l of loops.values()) if (l.domainId === msg.domain_id) wake(l);
-      });
-      ctx.control.on('task_cancelled', (msg) => {
-        for (const l of loops.values()) l.running.get(msg.task_id)?.abort.abort();
-      });
+      config ??= await loadSvcdConfig(ctx.paths.configToml);
+      await store.migrate();
+      await reapOrphans();
+      unsubscribe.push(
+        ctx.control.on('task_ready', (msg) => {
+          for (const l of loops.values()) if (l.row.domain_id === msg.domain_id) l.claims.wake('task_ready');
+        }),
+        ctx.control.on('task_cancelled', (msg) => {
+          for (const l of loops.values()) l.claims.cancelTask(msg.task_id, 'cancelled');
+        }),
+      );
       ctx.mgmt.register(
         'agent.enroll',
         async (params) => enroll(params as AgentEnrollParams),
@@ -268,54 +277,73 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner): W
           const key = `${p.runtime}@${p.domain_id}`;
           const existing = loops.get(key);
           if (existing) {
-            if (p.max_concurrent) existing.maxConcurrent = p.max_concurrent;
-            wake(existing);
+            if (p.max_concurrent && p.max_concurrent !== existing.row.max_concurrent) {
+              existing.row.max_concurrent = p.max_concurrent;
+              existing.claims.setMaxConcurrent(p.max_concurrent);
+              await store.saveLoop(existing.row);
+            }
+            existing.claims.wake('start');
             return statusOf(existing);
           }
           const agent = await agentFor(p);
-          const loop: Loop = {
-            key,
-            runtime: p.runtime,
-            domainId: p.domain_id,
-            agentId: agent.id,
-            maxConcurrent: p.max_concurrent ?? 3,
-            pollMs: (p.poll_seconds ?? 30) * 1000,
-            timeoutMs: p.timeout_seconds ? p.timeout_seconds * 1000 : undefined,
-            running: new Map(),
-            claiming: false,
-            again: false,
-            stopped: false,
-            timer: null,
-            completed: 0,
-            failed: 0,
-            lastError: null,
+          const row: LoopRow = {
+            loop_key: key,
+            runtime: p.runtime as RuntimeKind,
+            domain_id: p.domain_id,
+            agent_id: agent.id,
+            max_concurrent: p.max_concurrent ?? cfg().worker.maxConcurrent,
+            poll_ms: p.poll_seconds !== undefined ? Math.round(p.poll_seconds * 1000) : cfg().worker.pollMs,
+            timeout_ms: p.timeout_seconds !== undefined ? p.timeout_seconds * 1000 : null,
+            started_at: iso(ctx.clock.now()),
           };
-          loops.set(key, loop);
-          log.info({ agent: agent.id, runtime: p.runtime, domain: p.domain_id }, 'work loop started');
-          wake(loop);
-          schedule(loop);
-          return statusOf(loop);
+          await store.saveLoop(row);
+          return statusOf(startLoop(row));
         },
         WorkerStartParams,
       );
       ctx.mgmt.register(
         'worker.stop',
         async (params) => {
-          const chosen = select((params ?? {}) as WorkerRef);
+          const ref = (params ?? {}) as WorkerRef;
+          const chosen = select(ref);
           if (chosen.length === 0)
             throw new SvcError('not_found', 'no work loop matches: see "svc worker status"');
-          for (const l of chosen) stopLoop(l, false);
-          return { stopped: chosen.map(statusOf) };
+          const out = chosen.map(statusOf);
+          for (const l of chosen) {
+            loops.delete(l.row.loop_key);
+            await store.removeLoop(l.row.loop_key);
+            const stopping = l.claims.stop({ drain: !ref.now }).then(() => {
+              emit({ loop: l.row.loop_key, type: 'stopped' });
+              log.info({ loop: l.row.loop_key }, 'work loop stopped');
+            });
+            draining.add(l.claims);
+            void stopping.finally(() => draining.delete(l.claims));
+            if (ref.now) await stopping;
+          }
+          return { stopped: out };
         },
         WorkerRef,
       );
       ctx.mgmt.register('worker.status', async () => ({ loops: [...loops.values()].map(statusOf) }));
+      ctx.mgmt.register(
+        'worker.follow',
+        async (params, call) => follow((params ?? {}) as WorkerRef, call),
+        WorkerRef,
+      );
+      // Loops `svc run` started before a restart carry on.
+      for (const row of await store.loops()) startLoop(row);
     },
     async stop() {
-      for (const l of [...loops.values()]) stopLoop(l, true);
+      for (const u of unsubscribe.splice(0)) u();
+      // Subagents are stopped; their tasks go back to pending when the leases expire, and the
+      // loops (still in state.db) resume at the next start.
+      await Promise.all(
+        [...loops.values(), ...[...draining].map((claims) => ({ claims }))].map((l) => l.claims.stop()),
+      );
+      loops.clear();
     },
     status() {
-      return { loops: loops.size, running: [...loops.values()].reduce((n, l) => n + l.running.size, 0) };
+      return { loops: loops.size, running: [...loops.values()].reduce((n, l) => n + l.claims.size, 0) };
     },
   };
 }

@@ -1,6 +1,7 @@
 // The feed over HTTP: GET /events/stream (SSE), GET /events/ws (WebSocket, one JSON event per
 // text frame) and POST /nodes/events (events published by nodes, idempotent by key).
 import { setMaxListeners } from 'node:events';
+import type { Socket } from 'node:net';
 import websocket from '@fastify/websocket';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -230,6 +231,16 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         const principal = req.principal;
         let sub: Subscription | null = null;
         let closed = false;
+        // The hub delivers a page to every stream in one pass: the connection is corked for
+        // that pass, so its frames leave in one write instead of one per event. (ws has no
+        // public cork; `_socket` is its net.Socket, and ws's own cork/uncork pairs nest.)
+        const raw = (socket as unknown as { _socket?: Socket })._socket;
+        let corked = false;
+        let unsentBefore = 0;
+        const uncork = () => {
+          corked = false;
+          raw?.uncork();
+        };
         // Replay waits here until the socket has written out enough (send callbacks).
         let waiters: (() => void)[] = [];
         const wakeWaiters = () => {
@@ -266,8 +277,15 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         sub = await hub.subscribe(principal, filterOf(q), after, {
           deliver(ev) {
             if (closed) return true;
+            if (!corked) {
+              corked = true;
+              unsentBefore = socket.bufferedAmount;
+              raw?.cork();
+              process.nextTick(uncork);
+            }
             socket.send(withRateLimit(ctx, principal, ev), afterSend);
-            return socket.bufferedAmount <= STREAM_BUFFER_LIMIT;
+            // As for SSE: only what earlier passes left unsent counts against the limit.
+            return unsentBefore <= STREAM_BUFFER_LIMIT;
           },
           busy: () => !closed && socket.bufferedAmount > REPLAY_SOFT_LIMIT,
           drained: () =>
