@@ -87,15 +87,26 @@ describe.skipIf(!haveChromium)('web console (chromium)', () => {
     await expect.poll(() => page.getByTestId('feed-state').textContent()).toBe('live');
 
     await call('POST', '/approvals', { domain_id: d.id, title: 'ship the console?' });
-    await page.getByTestId('feed').getByText('ship the console?').waitFor();
+    await page.getByTestId('feed').getByText('ship the console?').first().waitFor();
     await page.getByTestId('rate-limit').waitFor();
     await shot(page, shots, 'feed');
+
+    // Approve it in the Approvals view and see the decision arrive in the feed.
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByLabel('Reason for ship the console?').fill('looks good');
+    await shot(page, shots, 'approvals');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.getByRole('status').getByText('Approved').waitFor();
+    await page.getByTestId('decided').getByText('looks good').waitFor();
+    await page.getByRole('button', { name: 'Approve' }).waitFor({ state: 'detached' });
+    await page.getByRole('link', { name: 'Feed' }).click();
+    await expect.poll(() => page.getByTestId('feed').getByText('approved').count()).toBeGreaterThan(0);
 
     // Only progress events: the approval is filtered out, a new one is not shown either.
     await page.getByLabel('Type').selectOption('progress');
     await expect.poll(() => page.getByTestId('feed').getByText('ship the console?').count()).toBe(0);
     await page.getByLabel('Type').selectOption('');
-    await page.getByTestId('feed').getByText('ship the console?').waitFor();
+    await page.getByTestId('feed').getByText('ship the console?').first().waitFor();
 
     tower.kill('SIGTERM');
     await tower.exited;

@@ -2,6 +2,8 @@
 // so the tower serves one index.html and never needs a catch-all route).
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, clearToken, type Domain, getToken, type List, setToken } from './api.js';
+import { feedStore } from './feed.js';
+import { ApprovalsView } from './views/approvals.js';
 import { DomainsView } from './views/domains.js';
 import { FeedView } from './views/feed.js';
 
@@ -12,6 +14,7 @@ export interface Route {
 
 const VIEWS: { id: string; label: string }[] = [
   { id: 'feed', label: 'Feed' },
+  { id: 'approvals', label: 'Approvals' },
   { id: 'domains', label: 'Domains' },
 ];
 
@@ -28,8 +31,14 @@ export function App() {
     addEventListener('hashchange', on);
     return () => removeEventListener('hashchange', on);
   }, []);
+  useEffect(() => {
+    if (!token) return;
+    feedStore.start(token);
+    return () => feedStore.stop();
+  }, [token]);
   if (!token) return <SignIn onSignedIn={(t) => setTok(t)} />;
   const signOut = () => {
+    feedStore.stop();
     clearToken();
     setTok(null);
   };
@@ -53,6 +62,8 @@ export function App() {
           <DomainsView />
         ) : route.view === 'feed' ? (
           <FeedView />
+        ) : route.view === 'approvals' ? (
+          <ApprovalsView />
         ) : (
           <p>Unknown view “{route.view}”.</p>
         )}

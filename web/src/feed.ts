@@ -91,3 +91,53 @@ export function openFeed(token: string, query: URLSearchParams, h: FeedHandlers)
   void run();
   return () => abort.abort();
 }
+
+/**
+ * The console's one feed stream, opened at sign-in and kept while the user moves between
+ * views, so the feed view shows what arrived while it was not on screen.
+ */
+export class FeedStore {
+  events: FeedEvent[] = [];
+  state: FeedState = 'connecting';
+  detail: string | undefined;
+  private listeners = new Set<() => void>();
+  private close: (() => void) | null = null;
+
+  constructor(private readonly max = 500) {}
+
+  start(token: string): void {
+    this.stop();
+    this.events = [];
+    this.close = openFeed(token, new URLSearchParams(), {
+      onEvent: (ev) => {
+        this.events = [ev, ...this.events].slice(0, this.max);
+        this.notify();
+      },
+      onState: (s, detail) => {
+        this.state = s;
+        this.detail = detail;
+        this.notify();
+      },
+      onReset: () => {
+        this.events = [];
+        this.notify();
+      },
+    });
+  }
+
+  stop(): void {
+    this.close?.();
+    this.close = null;
+  }
+
+  subscribe(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  private notify(): void {
+    for (const fn of this.listeners) fn();
+  }
+}
+
+export const feedStore = new FeedStore();

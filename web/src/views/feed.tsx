@@ -1,37 +1,24 @@
 // Live feed: events as they arrive, filters, pause, a banner while the stream is down and
 // the principal's rate-limit block from the latest event.
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { getToken } from '../api.js';
-import { type FeedEvent, type FeedState, openFeed } from '../feed.js';
+import { useEffect, useState } from 'preact/hooks';
+import { type FeedEvent, feedStore } from '../feed.js';
 
 const TYPES = ['approval', 'inbox', 'matrix', 'progress'];
-const MAX = 500;
 
 export function FeedView() {
-  const [events, setEvents] = useState<FeedEvent[]>([]);
-  const [state, setState] = useState<{ s: FeedState; detail?: string }>({ s: 'connecting' });
+  const [, tick] = useState(0);
   const [type, setType] = useState('');
   const [domain, setDomain] = useState('');
   const [mission, setMission] = useState('');
-  const [paused, setPaused] = useState(false);
-  const held = useRef<FeedEvent[]>([]);
-  const pausedRef = useRef(paused);
-  pausedRef.current = paused;
-
-  // One resumable stream of everything the token may see; filters apply to what is shown, so
-  // changing them never loses events already received.
-  useEffect(() => {
-    const token = getToken();
-    if (!token) return;
-    return openFeed(token, new URLSearchParams(), {
-      onEvent: (ev) => {
-        if (pausedRef.current) held.current.push(ev);
-        else setEvents((old) => [ev, ...old].slice(0, MAX));
-      },
-      onState: (s, detail) => setState({ s, ...(detail ? { detail } : {}) }),
-      onReset: () => setEvents([]),
-    });
-  }, []);
+  // Paused: the view keeps showing the events as of the moment of pausing.
+  const [frozen, setFrozen] = useState<FeedEvent[] | null>(null);
+  useEffect(() => feedStore.subscribe(() => tick((n) => n + 1)), []);
+  const paused = frozen !== null;
+  const events = frozen ?? feedStore.events;
+  const state = { s: feedStore.state, detail: feedStore.detail };
+  const heldCount = paused ? Math.max(0, countNewer(feedStore.events, frozen)) : 0;
+  const resume = () => setFrozen(null);
+  const setPaused = (_: boolean) => setFrozen(feedStore.events);
   const shown = events.filter(
     (e) =>
       (!type || e.type === type) &&
@@ -39,12 +26,6 @@ export function FeedView() {
       (!mission.trim() || e.mission_id === mission.trim()),
   );
 
-  const resume = () => {
-    const h = held.current.reverse();
-    held.current = [];
-    setEvents((old) => [...h, ...old].slice(0, MAX));
-    setPaused(false);
-  };
   const rl = events.find((e) => e.rate_limit)?.rate_limit;
   return (
     <section>
@@ -89,7 +70,7 @@ export function FeedView() {
         </label>
         {paused ? (
           <button type="button" onClick={resume}>
-            Resume ({held.current.length} held)
+            Resume ({heldCount} new)
           </button>
         ) : (
           <button type="button" onClick={() => setPaused(true)}>
@@ -127,4 +108,11 @@ function summary(e: FeedEvent): string {
     if (typeof title === 'string') return title;
   }
   return JSON.stringify(e.payload).slice(0, 160);
+}
+
+function countNewer(all: FeedEvent[], frozen: FeedEvent[]): number {
+  const top = frozen[0]?.id;
+  if (top === undefined) return all.length;
+  const i = all.findIndex((e) => e.id === top);
+  return i < 0 ? all.length : i;
 }
