@@ -14,6 +14,7 @@ import { createOidcVerifier, type OidcOptions } from './auth/oidc.js';
 import { authRoutes } from './auth/routes.js';
 import { SigningKeys } from './auth/signing-keys.js';
 import { bootstrapAdminToken } from './auth/tokens.js';
+import { consoleRoutes } from './console/plugin.js';
 import type { TowerConfig, TowerContext } from './context.js';
 import { approvalRoutes } from './feed/approvals.js';
 import { FeedHub } from './feed/hub.js';
@@ -51,6 +52,8 @@ export interface TowerOptions {
   masterKey?: string;
   /** How the secrets area finds an agent's node and domain (default: the agents table). */
   agentLookup?: AgentLookup;
+  /** The built web console served at / (default: dist/console of this package). */
+  consoleDir?: string;
   /** Origins besides the tower's own that browsers may open /api/attach-ws from. */
   attachOrigins?: string[];
 }
@@ -175,6 +178,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
         ...(opts.masterKey !== undefined ? { masterKey: opts.masterKey } : {}),
         ...(opts.agentLookup ? { agents: opts.agentLookup } : {}),
       }),
+      consoleRoutes(opts.consoleDir ? { dir: opts.consoleDir } : {}),
     ];
     const app = await buildApp(ctx, { plugins, ...(opts.tls ? { https: opts.tls } : {}) });
     // Upgraded sockets (WebSockets, and upgrades refused with 401/403) are not tracked by the

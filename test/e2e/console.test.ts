@@ -1,0 +1,79 @@
+// The web console in Debian chromium against a real `svc tower serve`.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { collectPageErrors, haveChromium, launchBrowser, screenshotDir, shot } from '../support/browser.js';
+import { startTowerProc, stopAll, type TowerProc } from '../support/procs.js';
+import { makeTempDir } from '../support/tmp.js';
+
+describe.skipIf(!haveChromium)('web console (chromium)', () => {
+  let browser: Browser;
+  let tower: TowerProc;
+  let admin: string;
+  const shots = screenshotDir();
+
+  const call = async (method: string, path: string, body?: unknown, token = admin) => {
+    const res = await fetch(`${tower.url}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const json = (await res.json()) as Record<string, unknown>;
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+
+  beforeAll(async () => {
+    const home = join(makeTempDir().dir, 'home');
+    tower = await startTowerProc({ SVC_HOME: home });
+    admin = readFileSync(join(home, 'tower', 'admin.token'), 'utf8').trim();
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await stopAll();
+  });
+
+  it('signs in with a token, shows only the domains it may see, signs out', async () => {
+    const a = await call('POST', '/domains', { name: 'alpha' });
+    await call('POST', '/domains', { name: 'beta' });
+    await call('POST', `/domains/${a.id}/m`, { name: 'launch' });
+    const limited = await call('POST', '/tokens', {
+      name: 'alpha-reader',
+      scopes: ['feed:read'],
+      domains: [a.id],
+    });
+
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const errors = collectPageErrors(page);
+    const res = await page.goto(tower.url);
+    expect(res?.headers()['content-security-policy']).toContain("default-src 'none'");
+    await page.getByLabel('Token').fill('svc_not-a-real-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/token/i);
+    await shot(page, shots, 'signin');
+
+    await page.getByLabel('Token').fill(String(limited.token));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'alpha' }).waitFor();
+    await page.getByText('launch').waitFor();
+    expect(await page.getByRole('heading', { name: 'beta' }).count()).toBe(0);
+    // The token is in this tab's session storage, never in the URL.
+    expect(page.url()).not.toContain(String(limited.token));
+    expect(await page.evaluate(() => sessionStorage.getItem('svc.token'))).toBe(limited.token);
+    await shot(page, shots, 'domains');
+
+    // A reload keeps the session; sign out forgets it.
+    await page.reload();
+    await page.getByRole('heading', { name: 'alpha' }).waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Token').waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('svc.token'))).toBeNull();
+    expect(errors.filter((e) => !e.includes('401'))).toEqual([]);
+    await page.close();
+  });
+});

@@ -1,0 +1,101 @@
+// The console shell: sign-in with a token, navigation, and the current view (hash routes,
+// so the tower serves one index.html and never needs a catch-all route).
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, api, clearToken, type Domain, getToken, type List, setToken } from './api.js';
+import { DomainsView } from './views/domains.js';
+
+export interface Route {
+  view: string;
+  arg?: string;
+}
+
+const VIEWS: { id: string; label: string }[] = [{ id: 'domains', label: 'Domains' }];
+
+function parseHash(): Route {
+  const [view, arg] = location.hash.replace(/^#\/?/, '').split('/');
+  return { view: view || 'domains', ...(arg ? { arg: decodeURIComponent(arg) } : {}) };
+}
+
+export function App() {
+  const [token, setTok] = useState<string | null>(getToken());
+  const [route, setRoute] = useState<Route>(parseHash());
+  useEffect(() => {
+    const on = () => setRoute(parseHash());
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  if (!token) return <SignIn onSignedIn={(t) => setTok(t)} />;
+  const signOut = () => {
+    clearToken();
+    setTok(null);
+  };
+  return (
+    <div class="shell">
+      <header>
+        <span class="brand">svc</span>
+        <nav aria-label="views">
+          {VIEWS.map((v) => (
+            <a key={v.id} href={`#/${v.id}`} aria-current={route.view === v.id ? 'page' : undefined}>
+              {v.label}
+            </a>
+          ))}
+        </nav>
+        <button type="button" class="signout" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      <main>{route.view === 'domains' ? <DomainsView /> : <p>Unknown view “{route.view}”.</p>}</main>
+    </div>
+  );
+}
+
+function SignIn(props: { onSignedIn: (token: string) => void }) {
+  const [value, setValue] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const t = value.trim();
+    if (!t) {
+      setError('Paste a token (svc token create, or the admin token of first start).');
+      return;
+    }
+    setBusy(true);
+    setError(null);
+    try {
+      // Any authenticated read proves the token; domains is one every console user needs.
+      await api<List<Domain>>('GET', '/domains?limit=1', undefined, t);
+      setToken(t);
+      props.onSignedIn(t);
+    } catch (err) {
+      setError(err instanceof ApiError ? err.detail : String(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <main class="signin">
+      <form onSubmit={submit}>
+        <h1>svc console</h1>
+        <label for="token">Token</label>
+        <input
+          id="token"
+          name="token"
+          type="password"
+          autocomplete="off"
+          value={value}
+          onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+        />
+        <button type="submit" disabled={busy}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+        {error && (
+          <p role="alert" class="error">
+            {error}
+          </p>
+        )}
+        <p class="hint">The token is kept in this tab's session storage only.</p>
+      </form>
+    </main>
+  );
+}

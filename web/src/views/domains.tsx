@@ -1,0 +1,66 @@
+// Domains the token may see, with their missions.
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, type Domain, listAll } from '../api.js';
+
+interface Mission {
+  id: string;
+  name: string;
+  description?: string | null;
+}
+
+export function DomainsView() {
+  const [domains, setDomains] = useState<Domain[] | null>(null);
+  const [missions, setMissions] = useState<Record<string, Mission[]>>({});
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    let live = true;
+    (async () => {
+      try {
+        const ds = await listAll<Domain>('/domains');
+        if (!live) return;
+        setDomains(ds);
+        const ms: Record<string, Mission[]> = {};
+        await Promise.all(
+          ds.map(async (d) => {
+            ms[d.id] = await listAll<Mission>(`/domains/${encodeURIComponent(d.id)}/m`);
+          }),
+        );
+        if (live) setMissions(ms);
+      } catch (e) {
+        if (live) setError(e instanceof ApiError ? e.detail : String(e));
+      }
+    })();
+    return () => {
+      live = false;
+    };
+  }, []);
+  if (error)
+    return (
+      <p role="alert" class="error">
+        {error}
+      </p>
+    );
+  if (!domains) return <p class="muted">Loading…</p>;
+  return (
+    <section>
+      <h2>Domains</h2>
+      {domains.length === 0 && <p class="muted">This token sees no domains.</p>}
+      <ul class="cards" data-testid="domains">
+        {domains.map((d) => (
+          <li key={d.id} class="card">
+            <h3>{d.name}</h3>
+            <p class="muted mono">{d.id}</p>
+            {d.description && <p>{d.description}</p>}
+            <ul class="missions">
+              {(missions[d.id] ?? []).map((m) => (
+                <li key={m.id}>
+                  {m.name} <span class="muted mono">{m.id}</span>
+                </li>
+              ))}
+            </ul>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
