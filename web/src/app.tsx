@@ -3,13 +3,17 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, clearToken, type Domain, getToken, type List, setToken } from './api.js';
 import { DomainsView } from './views/domains.js';
+import { FeedView } from './views/feed.js';
 
 export interface Route {
   view: string;
   arg?: string;
 }
 
-const VIEWS: { id: string; label: string }[] = [{ id: 'domains', label: 'Domains' }];
+const VIEWS: { id: string; label: string }[] = [
+  { id: 'feed', label: 'Feed' },
+  { id: 'domains', label: 'Domains' },
+];
 
 function parseHash(): Route {
   const [view, arg] = location.hash.replace(/^#\/?/, '').split('/');
@@ -44,7 +48,15 @@ export function App() {
           Sign out
         </button>
       </header>
-      <main>{route.view === 'domains' ? <DomainsView /> : <p>Unknown view “{route.view}”.</p>}</main>
+      <main>
+        {route.view === 'domains' ? (
+          <DomainsView />
+        ) : route.view === 'feed' ? (
+          <FeedView />
+        ) : (
+          <p>Unknown view “{route.view}”.</p>
+        )}
+      </main>
     </div>
   );
 }

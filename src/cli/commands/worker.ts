@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import { daemonPaths } from '../../daemon/paths.js';
 import { type CommandDeps, collect, globals } from '../deps.js';
-import { mgmtCall } from '../mgmt-client.js';
+import { MgmtClient, mgmtCall } from '../mgmt-client.js';
 import { keyValues, print, table } from '../output.js';
 
 interface LoopStatus {
@@ -47,9 +47,14 @@ export function registerWorker(program: Command, daemon: Command, deps: CommandD
     .command('run <agent_kind>')
     .description('start a work loop in svcd: claim mesh tasks of a domain and run each in a subagent')
     .requiredOption('--domain <domain_id>', 'domain whose tasks to claim')
-    .option('--max-concurrent <n>', 'subagents at once', '3')
-    .option('--poll <seconds>', 'claim poll interval besides task_ready', '30')
+    .option('--max-concurrent <n>', 'subagents at once (default: config.toml [worker] max_concurrent, 3)')
+    .option(
+      '--poll <seconds>',
+      'claim poll interval besides task_ready (default: [worker] poll_interval, 30 s)',
+    )
     .option('--timeout <seconds>', 'fail a task whose subagent runs longer')
+    .option('--foreground', 'stream the loop’s claims, progress and outcomes here until Ctrl-C, then stop it')
+    .option('--no-task-ready', 'diagnostics: ignore task_ready and find work by polling only')
     .option(
       '--capability <capability>',
       'capabilities of the agent, when it is enrolled now (repeatable)',
@@ -58,20 +63,34 @@ export function registerWorker(program: Command, daemon: Command, deps: CommandD
     .action(
       async (
         kind: string,
-        o: { domain: string; maxConcurrent: string; poll: string; timeout?: string; capability?: string[] },
+        o: {
+          domain: string;
+          maxConcurrent?: string;
+          poll?: string;
+          timeout?: string;
+          capability?: string[];
+          foreground?: boolean;
+          taskReady: boolean;
+        },
         cmd: Command,
       ) => {
+        const json = Boolean(globals(cmd).json);
         const loop = await mgmtCall<LoopStatus>(sock(), 'worker.start', {
           runtime: kind,
           domain_id: o.domain,
-          max_concurrent: Number(o.maxConcurrent),
-          poll_seconds: Number(o.poll),
+          ...(o.maxConcurrent !== undefined ? { max_concurrent: Number(o.maxConcurrent) } : {}),
+          ...(o.poll !== undefined ? { poll_seconds: Number(o.poll) } : {}),
           ...(o.timeout ? { timeout_seconds: Number(o.timeout) } : {}),
           ...(o.capability ? { capabilities: o.capability } : {}),
+          ...(o.taskReady === false ? { task_ready: false } : {}),
         });
+        if (o.foreground) {
+          await followLoop(deps, sock(), loop, json);
+          return;
+        }
         print(
           deps.io,
-          Boolean(globals(cmd).json),
+          json,
           loop,
           () =>
             `work loop running: agent ${loop.agent_id} (${loop.runtime}) claims tasks of ${loop.domain_id}, up to ${loop.max_concurrent} at once\nfollow it with: svc feed --domain ${loop.domain_id}`,
@@ -101,14 +120,62 @@ export function registerWorker(program: Command, daemon: Command, deps: CommandD
     });
   worker
     .command('stop')
-    .description('stop claiming (running subagents finish)')
+    .description('stop claiming (running subagents finish, unless --now)')
     .option('--runtime <kind>', 'only this runtime')
     .option('--domain <domain_id>', 'only this domain')
-    .action(async (o: { runtime?: string; domain?: string }, cmd: Command) => {
+    .option('--now', 'stop running subagents too (their tasks are re-queued when their leases expire)')
+    .action(async (o: { runtime?: string; domain?: string; now?: boolean }, cmd: Command) => {
       const s = await mgmtCall<{ stopped: LoopStatus[] }>(sock(), 'worker.stop', {
         ...(o.runtime ? { runtime: o.runtime } : {}),
         ...(o.domain ? { domain_id: o.domain } : {}),
+        ...(o.now ? { now: true } : {}),
       });
       print(deps.io, Boolean(globals(cmd).json), s, () => `stopped ${s.stopped.length} work loop(s)`);
     });
+}
+
+interface WorkerEvent {
+  at: string;
+  type: string;
+  task_id?: string;
+  title?: string;
+  message?: string;
+}
+
+/** `svc run --foreground`: print the loop's events until Ctrl-C (or svcd going away), then stop it. */
+async function followLoop(deps: CommandDeps, sock: string, loop: LoopStatus, json: boolean): Promise<void> {
+  const ref = { runtime: loop.runtime, domain_id: loop.domain_id };
+  const client = await MgmtClient.connect(sock);
+  client.onNotification = (method, params) => {
+    if (method !== 'worker.event') return;
+    const e = params as WorkerEvent;
+    deps.io.out(
+      json
+        ? JSON.stringify(e)
+        : [e.at, e.type.padEnd(9), e.task_id ?? '', e.title ?? e.message ?? ''].join(' ').trimEnd(),
+    );
+  };
+  deps.io.err(
+    `work loop running: agent ${loop.agent_id} (${loop.runtime}) claims tasks of ${loop.domain_id}, up to ${loop.max_concurrent} at once; Ctrl-C stops it`,
+  );
+  let interrupted = false;
+  const onSignal = () => {
+    interrupted = true;
+    client.close();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    await client.call('worker.follow', ref);
+  } catch (e) {
+    if (!interrupted) throw e;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    client.close();
+  }
+  if (interrupted) {
+    await mgmtCall(sock, 'worker.stop', ref).catch(() => {});
+    deps.io.err('work loop stopped (running subagents finish their tasks)');
+  }
 }

@@ -15,6 +15,8 @@ export interface WorkerTables {
     poll_ms: number;
     timeout_ms: number | null;
     started_at: string;
+    /** 0: this loop ignores task_ready and finds work by polling only. */
+    task_ready: number;
   };
   worker_runs: {
     task_id: string;
@@ -51,6 +53,16 @@ const MIGRATIONS: StateMigration[] = [
         .execute();
     },
   },
+  {
+    version: 2,
+    name: 'worker loops: task_ready switch',
+    async up(db) {
+      await db.schema
+        .alterTable('worker_loops')
+        .addColumn('task_ready', 'integer', (c) => c.notNull().defaultTo(1))
+        .execute();
+    },
+  },
 ];
 
 export interface LoopRow {
@@ -62,6 +74,7 @@ export interface LoopRow {
   poll_ms: number;
   timeout_ms: number | null;
   started_at: string;
+  task_ready: number;
 }
 
 export type RunRow = WorkerTables['worker_runs'];

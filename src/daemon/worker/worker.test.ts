@@ -131,6 +131,7 @@ describe('worker component', () => {
       poll_ms: 3_600_000,
       timeout_ms: null,
       started_at: '2026-01-01T00:00:00.000Z',
+      task_ready: 1,
     });
     mesh.add('mt_o', 'again');
     await make().start();

@@ -28,6 +28,8 @@ export const WorkerStartParams = Type.Object(
     capabilities: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100 })),
     poll_seconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 3600 })),
     timeout_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 86_400 })),
+    /** false: ignore task_ready and find work by polling only (diagnostics). */
+    task_ready: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
@@ -205,6 +207,7 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
       poll_seconds: l.row.poll_ms / 1000,
       timeout_seconds: (l.row.timeout_ms ?? cfg().worker.taskTimeoutMs) / 1000,
       started_at: l.row.started_at,
+      task_ready: l.row.task_ready === 1,
       running: s.running,
       completed: s.counts.completed,
       failed: s.counts.failed,
@@ -259,7 +262,8 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
       await reapOrphans();
       unsubscribe.push(
         ctx.control.on('task_ready', (msg) => {
-          for (const l of loops.values()) if (l.row.domain_id === msg.domain_id) l.claims.wake('task_ready');
+          for (const l of loops.values())
+            if (l.row.domain_id === msg.domain_id && l.row.task_ready) l.claims.wake('task_ready');
         }),
         ctx.control.on('task_cancelled', (msg) => {
           for (const l of loops.values()) l.claims.cancelTask(msg.task_id, 'cancelled');
@@ -295,6 +299,7 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
             poll_ms: p.poll_seconds !== undefined ? Math.round(p.poll_seconds * 1000) : cfg().worker.pollMs,
             timeout_ms: p.timeout_seconds !== undefined ? p.timeout_seconds * 1000 : null,
             started_at: iso(ctx.clock.now()),
+            task_ready: p.task_ready === false ? 0 : 1,
           };
           await store.saveLoop(row);
           return statusOf(startLoop(row));
