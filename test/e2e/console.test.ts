@@ -108,6 +108,16 @@ describe.skipIf(!haveChromium)('web console (chromium)', () => {
     await page.getByLabel('Type').selectOption('');
     await page.getByTestId('feed').getByText('ship the console?').first().waitFor();
 
+    // A registered node with no svcd connected shows as offline.
+    await call('POST', '/nodes', { hostname: 'box-1' });
+    await page.getByRole('link', { name: 'Nodes' }).click();
+    await page
+      .getByRole('heading', { name: /box-1/ })
+      .getByTestId('node-state')
+      .getByText('offline')
+      .waitFor();
+    await shot(page, shots, 'nodes');
+
     tower.kill('SIGTERM');
     await tower.exited;
     await page.getByTestId('feed-banner').waitFor();

@@ -6,6 +6,7 @@ import { feedStore } from './feed.js';
 import { ApprovalsView } from './views/approvals.js';
 import { DomainsView } from './views/domains.js';
 import { FeedView } from './views/feed.js';
+import { NodesView } from './views/nodes.js';
 
 export interface Route {
   view: string;
@@ -15,6 +16,7 @@ export interface Route {
 const VIEWS: { id: string; label: string }[] = [
   { id: 'feed', label: 'Feed' },
   { id: 'approvals', label: 'Approvals' },
+  { id: 'nodes', label: 'Nodes' },
   { id: 'domains', label: 'Domains' },
 ];
 
@@ -36,6 +38,8 @@ export function App() {
     feedStore.start(token);
     return () => feedStore.stop();
   }, [token]);
+  const [, tick] = useState(0);
+  useEffect(() => feedStore.subscribe(() => tick((n) => n + 1)), []);
   if (!token) return <SignIn onSignedIn={(t) => setTok(t)} />;
   const signOut = () => {
     feedStore.stop();
@@ -57,6 +61,11 @@ export function App() {
           Sign out
         </button>
       </header>
+      {feedStore.state === 'down' && (
+        <div class="banner" role="status" data-testid="feed-banner">
+          Feed disconnected — reconnecting… ({feedStore.detail})
+        </div>
+      )}
       <main>
         {route.view === 'domains' ? (
           <DomainsView />
@@ -64,6 +73,8 @@ export function App() {
           <FeedView />
         ) : route.view === 'approvals' ? (
           <ApprovalsView />
+        ) : route.view === 'nodes' ? (
+          <NodesView />
         ) : (
           <p>Unknown view “{route.view}”.</p>
         )}

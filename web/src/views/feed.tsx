@@ -29,11 +29,6 @@ export function FeedView() {
   const rl = events.find((e) => e.rate_limit)?.rate_limit;
   return (
     <section>
-      {state.s === 'down' && (
-        <div class="banner" role="status" data-testid="feed-banner">
-          Feed disconnected — reconnecting… ({state.detail})
-        </div>
-      )}
       <h2>
         Live feed{' '}
         <span class={state.s === 'live' ? 'ok' : 'muted'} data-testid="feed-state">
