@@ -76,4 +76,52 @@ describe.skipIf(!haveChromium)('web console (chromium)', () => {
     expect(errors.filter((e) => !e.includes('401'))).toEqual([]);
     await page.close();
   });
+
+  it('shows an event arriving live, filters by type, and a banner once the tower is gone', async () => {
+    const d = await call('POST', '/domains', { name: 'feedy' });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.goto(tower.url);
+    await page.getByLabel('Token').fill(admin);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: 'Feed' }).click();
+    await expect.poll(() => page.getByTestId('feed-state').textContent()).toBe('live');
+
+    await call('POST', '/approvals', { domain_id: d.id, title: 'ship the console?' });
+    await page.getByTestId('feed').getByText('ship the console?').first().waitFor();
+    await page.getByTestId('rate-limit').waitFor();
+    await shot(page, shots, 'feed');
+
+    // Approve it in the Approvals view and see the decision arrive in the feed.
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByLabel('Reason for ship the console?').fill('looks good');
+    await shot(page, shots, 'approvals');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.getByRole('status').getByText('Approved').waitFor();
+    await page.getByTestId('decided').getByText('looks good').waitFor();
+    await page.getByRole('button', { name: 'Approve' }).waitFor({ state: 'detached' });
+    await page.getByRole('link', { name: 'Feed' }).click();
+    await expect.poll(() => page.getByTestId('feed').getByText('approved').count()).toBeGreaterThan(0);
+
+    // Only progress events: the approval is filtered out, a new one is not shown either.
+    await page.getByLabel('Type').selectOption('progress');
+    await expect.poll(() => page.getByTestId('feed').getByText('ship the console?').count()).toBe(0);
+    await page.getByLabel('Type').selectOption('');
+    await page.getByTestId('feed').getByText('ship the console?').first().waitFor();
+
+    // A registered node with no svcd connected shows as offline.
+    await call('POST', '/nodes', { hostname: 'box-1' });
+    await page.getByRole('link', { name: 'Nodes' }).click();
+    await page
+      .getByRole('heading', { name: /box-1/ })
+      .getByTestId('node-state')
+      .getByText('offline')
+      .waitFor();
+    await shot(page, shots, 'nodes');
+
+    tower.kill('SIGTERM');
+    await tower.exited;
+    await page.getByTestId('feed-banner').waitFor();
+    await shot(page, shots, 'feed-down');
+    await page.close();
+  });
 });

@@ -2,14 +2,23 @@
 // so the tower serves one index.html and never needs a catch-all route).
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, clearToken, type Domain, getToken, type List, setToken } from './api.js';
+import { feedStore } from './feed.js';
+import { ApprovalsView } from './views/approvals.js';
 import { DomainsView } from './views/domains.js';
+import { FeedView } from './views/feed.js';
+import { NodesView } from './views/nodes.js';
 
 export interface Route {
   view: string;
   arg?: string;
 }
 
-const VIEWS: { id: string; label: string }[] = [{ id: 'domains', label: 'Domains' }];
+const VIEWS: { id: string; label: string }[] = [
+  { id: 'feed', label: 'Feed' },
+  { id: 'approvals', label: 'Approvals' },
+  { id: 'nodes', label: 'Nodes' },
+  { id: 'domains', label: 'Domains' },
+];
 
 function parseHash(): Route {
   const [view, arg] = location.hash.replace(/^#\/?/, '').split('/');
@@ -24,8 +33,16 @@ export function App() {
     addEventListener('hashchange', on);
     return () => removeEventListener('hashchange', on);
   }, []);
+  useEffect(() => {
+    if (!token) return;
+    feedStore.start(token);
+    return () => feedStore.stop();
+  }, [token]);
+  const [, tick] = useState(0);
+  useEffect(() => feedStore.subscribe(() => tick((n) => n + 1)), []);
   if (!token) return <SignIn onSignedIn={(t) => setTok(t)} />;
   const signOut = () => {
+    feedStore.stop();
     clearToken();
     setTok(null);
   };
@@ -44,7 +61,24 @@ export function App() {
           Sign out
         </button>
       </header>
-      <main>{route.view === 'domains' ? <DomainsView /> : <p>Unknown view “{route.view}”.</p>}</main>
+      {feedStore.state === 'down' && (
+        <div class="banner" role="status" data-testid="feed-banner">
+          Feed disconnected — reconnecting… ({feedStore.detail})
+        </div>
+      )}
+      <main>
+        {route.view === 'domains' ? (
+          <DomainsView />
+        ) : route.view === 'feed' ? (
+          <FeedView />
+        ) : route.view === 'approvals' ? (
+          <ApprovalsView />
+        ) : route.view === 'nodes' ? (
+          <NodesView />
+        ) : (
+          <p>Unknown view “{route.view}”.</p>
+        )}
+      </main>
     </div>
   );
 }

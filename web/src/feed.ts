@@ -1,0 +1,143 @@
+// The live feed over GET /events/stream, read with fetch so the token travels in the
+// Authorization header (EventSource cannot set headers, and tokens never go in URLs).
+// Resumes with Last-Event-ID after every drop, backing off up to 5 s.
+
+export interface FeedEvent {
+  id: string;
+  ts: string;
+  type: string;
+  domain_id: string | null;
+  mission_id: string | null;
+  agent_id: string | null;
+  status: string | null;
+  payload: unknown;
+  rate_limit?: { limit: number; remaining: number; reset_at: string } | null;
+}
+
+export type FeedState = 'connecting' | 'live' | 'down';
+
+export interface FeedHandlers {
+  onEvent(ev: FeedEvent): void;
+  onState(state: FeedState, detail?: string): void;
+  onReset?(info: unknown): void;
+}
+
+export function openFeed(token: string, query: URLSearchParams, h: FeedHandlers): () => void {
+  const abort = new AbortController();
+  let lastId: string | null = null;
+  let delay = 250;
+  const run = async () => {
+    while (!abort.signal.aborted) {
+      h.onState('connecting');
+      try {
+        const headers: Record<string, string> = {
+          authorization: `Bearer ${token}`,
+          accept: 'text/event-stream',
+        };
+        if (lastId) headers['last-event-id'] = lastId;
+        const qs = query.toString();
+        const res = await fetch(`/events/stream${qs ? `?${qs}` : ''}`, {
+          headers,
+          signal: abort.signal,
+          cache: 'no-store',
+          credentials: 'omit',
+        });
+        if (!res.ok || !res.body) {
+          let detail = `HTTP ${res.status}`;
+          try {
+            detail = ((await res.json()) as { detail?: string }).detail ?? detail;
+          } catch {}
+          throw new Error(detail);
+        }
+        h.onState('live');
+        delay = 250;
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value;
+          let cut = buf.indexOf('\n\n');
+          while (cut >= 0) {
+            const block = buf.slice(0, cut);
+            buf = buf.slice(cut + 2);
+            cut = buf.indexOf('\n\n');
+            let name = 'message';
+            let id: string | null = null;
+            const data: string[] = [];
+            for (const line of block.split('\n')) {
+              if (line.startsWith('event:')) name = line.slice(6).trim();
+              else if (line.startsWith('id:')) id = line.slice(3).trim();
+              else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+            }
+            if (data.length === 0) continue;
+            const json = JSON.parse(data.join('\n')) as unknown;
+            if (name === 'reset') h.onReset?.(json);
+            else if (name === 'message') {
+              if (id) lastId = id;
+              h.onEvent(json as FeedEvent);
+            }
+          }
+        }
+        throw new Error('the feed closed');
+      } catch (e) {
+        if (abort.signal.aborted) return;
+        h.onState('down', (e as Error).message);
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
+  };
+  void run();
+  return () => abort.abort();
+}
+
+/**
+ * The console's one feed stream, opened at sign-in and kept while the user moves between
+ * views, so the feed view shows what arrived while it was not on screen.
+ */
+export class FeedStore {
+  events: FeedEvent[] = [];
+  state: FeedState = 'connecting';
+  detail: string | undefined;
+  private listeners = new Set<() => void>();
+  private close: (() => void) | null = null;
+
+  constructor(private readonly max = 500) {}
+
+  start(token: string): void {
+    this.stop();
+    this.events = [];
+    this.close = openFeed(token, new URLSearchParams(), {
+      onEvent: (ev) => {
+        this.events = [ev, ...this.events].slice(0, this.max);
+        this.notify();
+      },
+      onState: (s, detail) => {
+        this.state = s;
+        this.detail = detail;
+        this.notify();
+      },
+      onReset: () => {
+        this.events = [];
+        this.notify();
+      },
+    });
+  }
+
+  stop(): void {
+    this.close?.();
+    this.close = null;
+  }
+
+  subscribe(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  private notify(): void {
+    for (const fn of this.listeners) fn();
+  }
+}
+
+export const feedStore = new FeedStore();
