@@ -230,8 +230,12 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
   async function reapOrphans(): Promise<void> {
     const waits = deps.waits ?? systemClock;
     for (const r of await store.runs()) {
-      const killed = await reapOrphanGroup(r.pgid, r.run_id, cfg().supervisor.stopGraceMs, waits);
-      if (killed) log.warn({ task: r.task_id, run: r.run_id, pgid: r.pgid }, 'killed an orphaned subagent');
+      try {
+        const killed = await reapOrphanGroup(r.pgid, r.run_id, cfg().supervisor.stopGraceMs, waits);
+        if (killed) log.warn({ task: r.task_id, run: r.run_id, pgid: r.pgid }, 'killed an orphaned subagent');
+      } catch (e) {
+        log.error({ err: e, task: r.task_id, pgid: r.pgid }, 'cannot stop an orphaned subagent');
+      }
       await store.removeRun(r.task_id);
     }
   }
