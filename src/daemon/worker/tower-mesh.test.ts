@@ -31,10 +31,10 @@ describe('tower mesh adapter', () => {
       'fail_mesh_task',
     ]);
     expect(calls[0]?.body).toEqual({ tool: 'claim_mesh_task', args: { agent_id: 'ag_1' } });
-    const progress = (calls[2]?.body as { args: { message: string; lease_id: string } }).args;
+    const progress = (calls[2]!.body as { args: { message: string; lease_id: string } }).args;
     expect(progress.message.length).toBe(10_000);
     expect(progress.lease_id).toBe('ls_1');
-    expect((calls[3]?.body as { args: { reason: string } }).args.reason.length).toBe(10_000);
+    expect((calls[3]!.body as { args: { reason: string } }).args.reason.length).toBe(10_000);
   });
 
   it('looks a mission repository up once, and again after a failed lookup', async () => {
