@@ -9,6 +9,7 @@ import { waitFor } from '../../../test/support/poll.js';
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { systemClock } from '../../lib/clock.js';
 import { silentLogger } from '../../lib/log.js';
+import { SvcError } from '../../protocol/errors.js';
 import type { RuntimeKind } from '../../protocol/runtimes.js';
 import { defaultSvcdConfig } from '../config/config.js';
 import { groupAlive } from '../process/group.js';
@@ -178,6 +179,17 @@ describe('subagent executor', () => {
     expect(t.result?.summary).toContain('true');
     expect(git('worktree', 'list')).not.toContain('mt_git');
     expect(existsSync(join(workRoot, 'mt_git'))).toBe(false);
+  });
+
+  it('leaves a task whose completion the tower never took to the lease sweep', async () => {
+    const mesh = new FakeMesh();
+    const t = mesh.add('mt_unrep', 'quick');
+    mesh.complete = async () => {
+      throw new SvcError('tower_unreachable', 'cannot reach the tower');
+    };
+    const out = await runOne(mesh, 'alpha_code');
+    expect(out).toMatchObject({ state: 'abandoned', reason: 'unreported' });
+    expect(t.state).toBe('running');
   });
 
   it('builds the prompt from title and description, and clips long output tails', () => {

@@ -21,7 +21,8 @@ export type SubagentOutcome =
   | { task_id: string; state: 'failed'; reason: string; run: RunResult | null }
   /** Cancelled on the tower: stopped, nothing reported (the task is already cancelled). */
   | { task_id: string; state: 'cancelled'; run: RunResult | null }
-  /** The lease is gone or the worker stopped: not reported; the tower's lease sweep decides. */
+  /** The lease is gone, the worker stopped, or the tower did not take the report
+   *  ("unreported"): the tower's lease sweep decides what happens to the task. */
   | { task_id: string; state: 'abandoned'; reason: string; run: RunResult | null };
 
 export interface SubagentDeps {
@@ -86,7 +87,8 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
   if (job.signal.aborted) onOuterAbort();
 
   const abandoned = (run: RunResult | null): SubagentOutcome => {
-    const reason = stopped.signal.reason as StopReason;
+    // Not aborted: the tower did not take a report (transient errors past the retries).
+    const reason = stopped.signal.aborted ? (stopped.signal.reason as StopReason) : 'unreported';
     return reason === 'cancelled'
       ? { task_id: task.id, state: 'cancelled', run }
       : { task_id: task.id, state: 'abandoned', reason, run };
@@ -193,12 +195,12 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
         duration_ms: run.duration_ms,
       };
       const ok = await report('complete', () => deps.api.complete(task.id, leaseId, result));
-      if (!ok && stopped.signal.aborted) return abandoned(run);
+      if (!ok) return abandoned(run);
       return { task_id: task.id, state: 'completed', run };
     }
     const reason = failureReason(run.failure ?? 'failed', run.output_tail);
     const ok = await report('fail', () => deps.api.fail(task.id, leaseId, reason));
-    if (!ok && stopped.signal.aborted) return abandoned(run);
+    if (!ok) return abandoned(run);
     return { task_id: task.id, state: 'failed', reason, run };
   } finally {
     (heartbeat as TimerHandle | null)?.cancel();
