@@ -25,6 +25,7 @@ import { buildApp, type TowerPlugin } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { meshArea } from './mesh/routes.js';
 import { ControlHub, controlRoutes } from './nodes/control-hub.js';
+import { nodeRequestRoutes } from './nodes/routes.js';
 import { nodesForTask } from './nodes/task-ready.js';
 import { recordRoutes } from './records/routes.js';
 import { type AgentLookup, agentsTableLookup } from './secrets/agents.js';
@@ -100,7 +101,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       cacheMs: opts.authCacheMs,
     });
     const shutdown = new AbortController();
-    const nodes = new ControlHub();
+    const nodes = new ControlHub(clock);
     const ctx: TowerContext = {
       nodes,
       clock,
@@ -168,6 +169,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       approvalRoutes({ agents: opts.agentLookup ?? agentsTableLookup }),
       mesh.plugin,
       controlRoutes(nodes),
+      nodeRequestRoutes(nodes, opts.agentLookup ? { agents: opts.agentLookup } : {}),
       attachRoutes({
         ...(opts.attachOrigins ? { allowedOrigins: opts.attachOrigins } : {}),
         ...(opts.agentLookup ? { agents: opts.agentLookup } : {}),
