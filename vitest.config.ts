@@ -18,8 +18,11 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
-          testTimeout: 120_000,
-          hookTimeout: 60_000,
+          // Generous: these start real towers, daemons and CLIs, and a loaded 2-core CI machine
+          // can take tens of seconds per process start. Tests never assert on time; these only
+          // bound a hang.
+          testTimeout: 300_000,
+          hookTimeout: 180_000,
         },
       },
     ],

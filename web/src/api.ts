@@ -26,6 +26,12 @@ export class ApiError extends Error {
   }
 }
 
+/** The text to show for a failed call: the problem's `detail` when the API gave one. */
+export function errorText(e: unknown): string {
+  if (e instanceof ApiError) return e.status ? `${e.detail} (${e.status} ${e.code})` : e.detail;
+  return e instanceof Error ? e.message : String(e);
+}
+
 export async function api<T>(method: string, path: string, body?: unknown, token = getToken()): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;

@@ -7,6 +7,7 @@ import { ApprovalsView } from './views/approvals.js';
 import { DomainsView } from './views/domains.js';
 import { FeedView } from './views/feed.js';
 import { NodesView } from './views/nodes.js';
+import { TasksView } from './views/tasks.js';
 
 export interface Route {
   view: string;
@@ -15,6 +16,7 @@ export interface Route {
 
 const VIEWS: { id: string; label: string }[] = [
   { id: 'feed', label: 'Feed' },
+  { id: 'tasks', label: 'Tasks' },
   { id: 'approvals', label: 'Approvals' },
   { id: 'nodes', label: 'Nodes' },
   { id: 'domains', label: 'Domains' },
@@ -71,6 +73,8 @@ export function App() {
           <DomainsView />
         ) : route.view === 'feed' ? (
           <FeedView />
+        ) : route.view === 'tasks' ? (
+          <TasksView mission={route.arg} />
         ) : route.view === 'approvals' ? (
           <ApprovalsView />
         ) : route.view === 'nodes' ? (
