@@ -159,7 +159,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     });
     const stopSweeper = mesh.startSweeper(ctx);
     stopFeed = async () => {
-      stopSweeper();
+      await stopSweeper();
       stopPruning();
       await hub.stop();
     };

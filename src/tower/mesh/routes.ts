@@ -41,8 +41,8 @@ export function agentOf(r: AgentRow): Agent {
 export interface MeshArea {
   plugin: TowerPlugin;
   service(ctx: TowerContext): MeshService;
-  /** Starts the lease sweeper; returns its stop. */
-  startSweeper(ctx: TowerContext): () => void;
+  /** Starts the lease sweeper; its stop resolves once an in-flight sweep has finished. */
+  startSweeper(ctx: TowerContext): () => Promise<void>;
 }
 
 export function meshArea(hooks: MeshHooks = {}): MeshArea {
@@ -218,20 +218,28 @@ export function meshArea(hooks: MeshHooks = {}): MeshArea {
     startSweeper(ctx) {
       let timer: TimerHandle | null = null;
       let stopped = false;
+      let inFlight: Promise<void> | null = null;
+      const sweepOnce = async () => {
+        try {
+          await service(ctx).sweep();
+        } catch (e) {
+          ctx.log.warn({ err: e }, 'mesh lease sweep failed; retrying');
+        }
+      };
       const tick = () => {
         timer = ctx.clock.setTimeout(async () => {
-          try {
-            await service(ctx).sweep();
-          } catch (e) {
-            ctx.log.warn({ err: e }, 'mesh lease sweep failed; retrying');
-          }
+          inFlight = sweepOnce();
+          await inFlight;
+          inFlight = null;
           if (!stopped) tick();
         }, SWEEP_EVERY_MS);
       };
       tick();
-      return () => {
+      // Stopping waits for a sweep already running, so it never touches a closed store.
+      return async () => {
         stopped = true;
         timer?.cancel();
+        await inFlight;
       };
     },
   };
