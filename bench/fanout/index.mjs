@@ -205,7 +205,9 @@ async function consumers(kind, s, n) {
       got = 0;
     },
     result: () => ({ got, lat: [...lat].sort((a, b) => a - b) }),
-    close: () => closers.forEach((c) => c.close()),
+    close: () => {
+      for (const c of closers) c.close();
+    },
   };
 }
 
@@ -319,7 +321,8 @@ publisher timestamp → consumer receive. Tower events are published one per
 \`/events\` and N straight on the tower's \`/events/stream\`; MQTT messages are published with
 \`mqtt\` and read side by side through svcd and by N plain subscribers of Mosquitto (the peer: a
 broker relaying the same message). Each rate runs ${SECONDS} s; figures are medians of ${ROUNDS}
-rounds. svcd RSS is measured with the consumers connected. Load average (1 min) was
+rounds. svcd RSS is measured with the consumers connected (${rssIdle.toFixed(1)} MiB before any
+connected; it is the whole daemon, not the relay alone). Load average (1 min) was
 ${load[0].toFixed(1)} at the start and ${load[1].toFixed(1)} at the end on this shared machine:
 compare rows of one run, not runs.
 
