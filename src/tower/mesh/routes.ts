@@ -16,7 +16,7 @@ import {
 import { canSeeDomain, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
-import { listableDomains } from '../records/access.js';
+import { listInDomains } from '../records/access.js';
 import { decodeCursor, page } from '../records/cursor.js';
 import { mcpRoutes } from './mcp.js';
 import type { AgentRow } from './migrations.js';
@@ -113,19 +113,9 @@ export function meshArea(hooks: MeshHooks = {}): MeshArea {
       schema: { querystring: AgentListQuery },
       handler: async (req) => {
         const q = req.query as AgentListQuery;
-        const limit = q.limit ?? 50;
-        const after = decodeCursor(q.cursor);
-        let sel = ctx.store.db
-          .selectFrom('agents')
-          .selectAll()
-          .orderBy('id')
-          .limit(limit + 1);
-        if (after !== null) sel = sel.where('id', '>', after);
+        let sel = ctx.store.db.selectFrom('agents').selectAll();
         if (q.node_id) sel = sel.where('node_id', '=', q.node_id);
-        const domains = listableDomains(req.principal, q.domain_id);
-        if (domains?.length === 0) return { items: [], next_cursor: null };
-        if (domains) sel = sel.where('domain_id', 'in', domains);
-        return page((await sel.execute()).map(agentOf), limit);
+        return listInDomains(sel, req.principal, q, agentOf);
       },
     });
 
