@@ -7,7 +7,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { SvcError } from '../../protocol/errors.js';
-import { type EventType, EventTypeSchema, type FeedEvent } from '../../protocol/events.js';
+import { type EventType, EventTypeSchema } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
