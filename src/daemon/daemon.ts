@@ -9,6 +9,8 @@ import type { NodeIdentity } from '../protocol/nodes.js';
 import { createAttachGateway } from './attach/gateway.js';
 import type { Component, DaemonContext } from './context.js';
 import { createCron } from './cron/cron.js';
+import { createFanout } from './fanout/fanout.js';
+import { createMcpBridge } from './mcp/bridge.js';
 import { MgmtServer } from './mgmt/server.js';
 import { daemonPaths } from './paths.js';
 import { createSecretsBroker, SessionRegistry } from './secrets/index.js';
@@ -27,7 +29,7 @@ export interface DaemonOptions {
   log: Logger;
   version: string;
   clock?: Clock;
-  /** Path of a Wasm validation module (--booster-wasm), used by validate/. */
+  /** Path of a Wasm validation module (--booster-wasm), run before every MCP tool call. */
   boosterWasm?: string;
 }
 
@@ -57,6 +59,10 @@ const COMPONENTS: ComponentFactory[] = [
   (ctx) => createWorker(ctx, () => supervisorOf(ctx).runtimes),
   // svcd.sock and tower attach streams, over the supervisor's PTY agents.
   (ctx) => createAttachGateway(ctx, supervisorOf(ctx)),
+  // Local /events relay of the tower feed (+ MQTT); independent of the rest.
+  (ctx) => createFanout(ctx),
+  // mcp.call / mcp.tools: schema pack + Wasm booster before the tower's /mcp/call.
+  (ctx, opts) => createMcpBridge(ctx, { boosterWasm: opts.boosterWasm }),
 ];
 
 export interface Daemon {

@@ -8,11 +8,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { TOWER_MAX_FRAME_BYTES } from '../../protocol/attach.js';
 import { SvcError } from '../../protocol/errors.js';
-import { type EventType, EventTypeSchema, type FeedEvent } from '../../protocol/events.js';
+import { type EventType, EventTypeSchema } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
+import { FrameCache } from './frames.js';
 import type { FeedFilter, FeedHub, ResetInfo, Subscription } from './hub.js';
+import { FeedStats } from './stats.js';
 import { StreamWatch } from './stream-watch.js';
 
 /** Bytes a consumer may leave unread before it is cut off (it resumes by id). */
@@ -56,6 +58,8 @@ export interface FeedRouteOptions {
   hub: FeedHub;
   /** Per-message deflate on /events/ws when a client asks (off by default: memory). */
   wsCompression?: boolean;
+  /** Where the streams report their backlogs (the tower registers it on /metrics). */
+  stats?: FeedStats;
 }
 
 function parseAfter(req: FastifyRequest, q: StreamQuery): bigint | null {
@@ -84,36 +88,21 @@ function headerOf(req: FastifyRequest): string {
   return req.headers.authorization ?? (t ? `Bearer ${t}` : '');
 }
 
-/**
- * The hub hands every subscriber the same event object: it is serialized once, and each
- * subscriber's own `rate_limit` block is spliced in before the closing brace (fan-out to
- * thousands of streams would otherwise stringify every event thousands of times).
- */
-const serialized = new WeakMap<FeedEvent, string>();
-
 /** The principal's rate_limit block as JSON, or null when limits are off. */
 function rateLimitJson(ctx: TowerContext, principal: Principal): string | null {
   const block = ctx.rateLimiter.block(principal.id, ctx.clock.now());
   return block ? JSON.stringify(block) : null;
 }
 
-/** The event as JSON with `block` (rateLimitJson) as its rate_limit field. */
-function eventJson(ev: FeedEvent, block: string | null): string {
-  let json = serialized.get(ev);
-  if (json === undefined) {
-    json = JSON.stringify(ev);
-    serialized.set(ev, json);
-  }
-  return block ? `${json.slice(0, -1)},"rate_limit":${block}}` : json;
-}
-
-function withRateLimit(ctx: TowerContext, principal: Principal, ev: FeedEvent): string {
-  return eventJson(ev, rateLimitJson(ctx, principal));
-}
-
 export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
   const { hub } = opts;
+  const stats = opts.stats ?? new FeedStats();
   return async (app: FastifyInstance, ctx: TowerContext) => {
+    // The hub hands every stream the same event objects: their wire bytes are made once.
+    const frames = new FrameCache({
+      now: () => ctx.clock.now(),
+      blockOf: (principal) => rateLimitJson(ctx, principal),
+    });
     // Every open stream listens for shutdown: thousands of listeners are expected, not a leak.
     setMaxListeners(0, ctx.shutdown);
     const watch = new StreamWatch({ auth: ctx.auth, clock: ctx.clock, log: ctx.log });
@@ -143,15 +132,24 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         let sub: Subscription | null = null;
         let closed = false;
         // The hub delivers a page of events to every stream in one synchronous pass: the
-        // stream collects that pass into one string and writes it once (one syscall per page,
-        // not per event), with its rate_limit block computed once per page.
-        let pending = '';
+        // stream collects that pass's frames and writes them once (one syscall per page, not
+        // per event), with its rate_limit block taken once per page.
+        let pending: string[] = [];
+        let pendingLength = 0;
         let block: string | null = null;
         const flush = () => {
-          if (!closed && pending && !res.destroyed) res.write(pending);
-          pending = '';
+          if (!closed && pending.length > 0 && !res.destroyed) {
+            res.write(frames.bytes(pending));
+            stats.observe(res.writableLength);
+          }
+          pending = [];
+          pendingLength = 0;
           block = null;
         };
+        res.on(
+          'close',
+          stats.track(() => res.writableLength + pendingLength),
+        );
         const finish = (comment: string | null) => {
           if (closed) return;
           flush();
@@ -172,23 +170,26 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         sub = await hub.subscribe(principal, filterOf(q), after, {
           deliver(ev) {
             if (closed) return true;
-            if (!pending) {
+            if (pending.length === 0) {
               process.nextTick(flush);
-              block = rateLimitJson(ctx, principal);
+              block = frames.block(principal);
             }
-            pending += `id: ${ev.id}\ndata: ${eventJson(ev, block)}\n\n`;
+            const frame = frames.sseFrame(ev, block);
+            pending.push(frame);
+            pendingLength += frame.length;
             // Only what earlier passes left unsent counts: a reading consumer's socket takes
             // each pass at once, so a burst larger than the limit does not cut it off, while
             // one that stopped reading passes the limit within a pass or two (memory stays
             // bounded by the limit plus one pass).
             return res.writableLength <= STREAM_BUFFER_LIMIT;
           },
-          busy: () => !closed && res.writableLength + pending.length > REPLAY_SOFT_LIMIT,
+          busy: () => !closed && res.writableLength + pendingLength > REPLAY_SOFT_LIMIT,
           drained: () => {
             // Hand what the replay collected to the response; past the soft limit that write
             // returned false, so 'drain' will come.
             flush();
             if (closed || res.writableLength <= REPLAY_SOFT_LIMIT) return Promise.resolve();
+            stats.replayWaited('sse');
             return new Promise<void>((resolve) => {
               const done = () => {
                 res.off('drain', done);
@@ -207,6 +208,7 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
             if (reason === 'overflow') {
               closed = true;
               unwatch();
+              stats.streamCutOff('sse');
               res.destroy();
             } else finish(reason === 'shutdown' ? 'tower shutting down' : 'feed error; resume by id');
           },
@@ -243,7 +245,12 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         const uncork = () => {
           corked = false;
           raw?.uncork();
+          stats.observe(socket.bufferedAmount);
         };
+        socket.on(
+          'close',
+          stats.track(() => socket.bufferedAmount),
+        );
         // Replay waits here until the socket has written out enough (send callbacks).
         let waiters: (() => void)[] = [];
         const wakeWaiters = () => {
@@ -286,15 +293,20 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
               raw?.cork();
               process.nextTick(uncork);
             }
-            socket.send(withRateLimit(ctx, principal, ev), afterSend);
+            socket.send(frames.wsFrame(ev, frames.block(principal)), { binary: false }, afterSend);
             // As for SSE: only what earlier passes left unsent counts against the limit.
             return unsentBefore <= STREAM_BUFFER_LIMIT;
           },
-          busy: () => !closed && socket.bufferedAmount > REPLAY_SOFT_LIMIT,
-          drained: () =>
-            new Promise<void>((resolve) => {
+          busy: () => {
+            stats.observe(socket.bufferedAmount);
+            return !closed && socket.bufferedAmount > REPLAY_SOFT_LIMIT;
+          },
+          drained: () => {
+            stats.replayWaited('ws');
+            return new Promise<void>((resolve) => {
               waiters.push(resolve);
-            }),
+            });
+          },
           reset(info) {
             if (!closed) socket.send(JSON.stringify({ type: 'reset', ...info }));
           },
@@ -302,6 +314,7 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
             if (reason === 'overflow') {
               closed = true;
               unwatch();
+              stats.streamCutOff('ws');
               socket.terminate();
             } else finish(reason === 'shutdown' ? 1001 : 1011, reason);
           },
