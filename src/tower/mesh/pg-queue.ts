@@ -88,65 +88,167 @@ export async function pgClaim(
 
 /** A lease-holding transition done in one statement. */
 export interface LeasedChange {
-  /** Statement name; one per distinct `set`. */
+  /** Statement name; one per change. */
   name: string;
   action: string;
-  /** SET clause; parameters from $5 on (values in `params`). */
+  /** SET clause; `req.arg` is the request's argument (text, e.g. the result JSON). */
   set: string;
   /** States the change applies to. */
   from: string[];
-  params: unknown[];
-  /** Extra `json_build_object` pairs for the event payload (leading comma). */
+  /** Extra `json_build_object` pairs for the event payload, from the row (leading comma). */
   extraPayload?: string;
 }
 
 export type LeasedRow = {
+  ord: string;
   cur_state: string | null;
   cur_domain: string | null;
   cur_parent: string | null;
   cur_lease: string | null;
 } & (MeshTaskRow | { [K in keyof MeshTaskRow]: null });
 
-const leasedTexts = new Map<string, string>();
+/** Most requests one statement carries. */
+export const MAX_BATCH = 500;
+/** Statements of one kind under way at once (of the pool's connections). */
+export const MAX_IN_FLIGHT = Number(process.env.SVC_MESH_IN_FLIGHT ?? 4);
+
+function leasedText(change: LeasedChange): string {
+  const from = change.from.map((st) => `'${st}'`).join(', ');
+  // $1 task ids, $2 leases, $3 args, $4 visible domains (JSON array text, null: all), $5 now.
+  // `cur` locks the rows in id order before the update (two batches touching the same tasks
+  // cannot deadlock) and is the row before, for not_found / stale_lease.
+  return `with req as (
+      select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])
+        with ordinality as r(id, lease, arg, doms, ord)
+    ), cur as (
+      select id, state, domain_id, parent_id, lease_id from mesh_tasks
+      where id = any($1::text[]) order by id for update
+    ), changed as (
+      update mesh_tasks t set ${change.set}, updated_at = $5
+      from req join cur on cur.id = req.id
+      where t.id = req.id and t.lease_id = req.lease and t.state in (${from}) and t.parent_id is null
+        and (req.doms is null or req.doms::jsonb ? t.domain_id)
+      returning t.*
+    ), ev as (${eventInsert(change.action, '$5', change.extraPayload)})
+    select req.ord, cur.state as cur_state, cur.domain_id as cur_domain, cur.parent_id as cur_parent,
+      cur.lease_id as cur_lease, c.*
+    from req left join cur on cur.id = req.id left join changed c on c.id = req.id`;
+}
+
+interface Pending {
+  taskId: string;
+  leaseId: string;
+  arg: string | null;
+  domains: string | null;
+  resolve(row: LeasedRow | null): void;
+  reject(e: unknown): void;
+}
 
 /**
- * Applies `change` if `leaseId` is the task's current lease and its state is one of
- * `change.from`, appending the event; broadcast runs (parent_id set) are left alone so the
- * caller can settle their parent in a transaction. The `cur_*` columns are the row before (for
- * not_found / stale_lease), null when there is no such task.
+ * Lease-holding transitions of one kind, coalesced: a request arriving while a statement is
+ * under way waits for it, then goes with every other waiting request in the next statement
+ * (like the SQLite store's grouped commits). A lone request goes at once. Each request's
+ * change and event are in that statement's transaction; each gets its own outcome (stale
+ * lease, not found) from its own row.
  */
-export async function pgLeased(
-  write: Write,
-  p: Principal,
-  taskId: string,
-  leaseId: string,
-  nowMs: number,
-  change: LeasedChange,
-): Promise<LeasedRow | null> {
-  let text = leasedTexts.get(change.name);
-  if (!text) {
-    // $1 task, $2 lease, $3 visible domains, $4 now (ISO), then change.params.
-    const from = change.from.map((st) => `'${st}'`).join(', ');
-    text = `with cur as (
-        select state, domain_id, parent_id, lease_id from mesh_tasks where id = $1
-      ), changed as (
-        update mesh_tasks set ${change.set}, updated_at = $4
-        where id = $1 and lease_id = $2 and state in (${from}) and parent_id is null
-          and ($3::text[] is null or domain_id = any($3::text[]))
-        returning *
-      ), ev as (${eventInsert(change.action, '$4', change.extraPayload)})
-      select cur.state as cur_state, cur.domain_id as cur_domain, cur.parent_id as cur_parent,
-        cur.lease_id as cur_lease, c.*
-      from cur left join changed c on true`;
-    leasedTexts.set(change.name, text);
+export class LeasedBatcher {
+  private readonly queue: Pending[] = [];
+  private inFlight = 0;
+  private readonly text: string;
+
+  constructor(
+    private readonly write: Write,
+    private readonly clock: { now(): number },
+    private readonly change: LeasedChange,
+  ) {
+    this.text = leasedText(change);
   }
-  const rows = await write.statement<LeasedRow>(
-    {
-      name: change.name,
-      text,
-      values: [taskId, leaseId, p.domains, iso(nowMs), ...change.params],
-    },
-    (rows) => rows.some((r) => r.id !== null),
-  );
-  return rows[0] ?? null;
+
+  /**
+   * Applies the change if `leaseId` is the task's current lease and its state is one of
+   * `change.from`, appending the event; broadcast runs (parent_id set) are left alone so the
+   * caller can settle their parent in a transaction. Null: no such task.
+   */
+  run(p: Principal, taskId: string, leaseId: string, arg: string | null): Promise<LeasedRow | null> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({
+        taskId,
+        leaseId,
+        arg,
+        domains: p.domains === null ? null : JSON.stringify(p.domains),
+        resolve,
+        reject,
+      });
+      if (this.inFlight < MAX_IN_FLIGHT) void this.drain();
+    });
+  }
+
+  /** Tasks in a statement under way: a later request for one of them waits for it. */
+  private readonly busyIds = new Set<string>();
+
+  private async drain(): Promise<void> {
+    this.inFlight++;
+    try {
+      while (this.queue.length > 0) {
+        // One request per task in a statement: a second one for the same task waits for the
+        // next, so it sees the first one's outcome (and gets stale_lease).
+        const batch: Pending[] = [];
+        for (let i = 0; i < this.queue.length && batch.length < MAX_BATCH; ) {
+          const item = this.queue[i] as Pending;
+          if (this.busyIds.has(item.taskId)) {
+            i++;
+            continue;
+          }
+          this.busyIds.add(item.taskId);
+          batch.push(item);
+          this.queue.splice(i, 1);
+        }
+        if (batch.length === 0) break;
+        try {
+          await this.send(batch);
+        } finally {
+          for (const b of batch) this.busyIds.delete(b.taskId);
+        }
+      }
+    } finally {
+      // Requests left in the queue wait for a task in another statement: the drain that
+      // sent it takes them when it is back (its loop runs until the queue is empty).
+      this.inFlight--;
+    }
+  }
+
+  private async send(batch: Pending[]): Promise<void> {
+    const nowMs = this.clock.now();
+    let rows: LeasedRow[];
+    try {
+      rows = await this.write.statement<LeasedRow>(
+        {
+          name: this.change.name,
+          text: this.text,
+          values: [
+            batch.map((b) => b.taskId),
+            batch.map((b) => b.leaseId),
+            batch.map((b) => b.arg),
+            batch.map((b) => b.domains),
+            iso(nowMs),
+          ],
+        },
+        (rows) => rows.some((r) => r.id !== null),
+      );
+    } catch (e) {
+      // A deadlock with another replica's batch (or any error) of a batch: each request alone,
+      // so one request's failure is its own.
+      if (batch.length > 1) {
+        for (const b of batch) await this.send([b]);
+        return;
+      }
+      for (const b of batch) b.reject(e);
+      return;
+    }
+    const byOrd = new Map(rows.map((r) => [Number(r.ord), r]));
+    batch.forEach((b, i) => {
+      const r = byOrd.get(i + 1);
+      b.resolve(r && r.cur_state !== null ? r : null);
+    });
+  }
 }

@@ -3,6 +3,7 @@
 // UPDATE (compare-and-set on state and lease), so two replicas racing on one task cannot both
 // win: on PostgreSQL the loser's UPDATE re-reads the committed row and matches nothing.
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { SvcError } from '../../protocol/errors.js';
@@ -11,7 +12,7 @@ import { canSeeDomain, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { Tx } from '../store/tx.js';
 import type { AgentRow, MeshTaskRow } from './migrations.js';
-import { type LeasedChange, pgClaim, pgLeased } from './pg-queue.js';
+import { LeasedBatcher, type LeasedChange, pgClaim } from './pg-queue.js';
 
 const TERMINAL: string[] = ['completed', 'failed', 'cancelled'];
 const CLAIM_SCAN = 100;
@@ -68,10 +69,18 @@ export interface MeshHooks {
 }
 
 export class MeshService {
+  /** PostgreSQL: coalesced one-statement lease transitions (pg-queue.ts). */
+  private readonly batchers: Map<string, LeasedBatcher> | null;
+
   constructor(
     private readonly ctx: TowerContext,
     private readonly hooks: MeshHooks = {},
-  ) {}
+  ) {
+    this.batchers =
+      ctx.store.dialect === 'postgres'
+        ? new Map([START, COMPLETE, FAIL].map((c) => [c.name, new LeasedBatcher(ctx.write, ctx.clock, c)]))
+        : null;
+  }
 
   private async load(db: Tx['db'], p: Principal, taskId: string): Promise<MeshTaskRow> {
     const row = await db.selectFrom('mesh_tasks').selectAll().where('id', '=', taskId).executeTakeFirst();
@@ -232,7 +241,8 @@ export class MeshService {
         .selectFrom('mesh_tasks')
         .selectAll()
         .where('domain_id', '=', agent.domain_id)
-        .where('state', '=', 'pending')
+        // A literal, so SQLite's planner can prove the partial index mesh_tasks_pending applies.
+        .where(sql<boolean>`state = 'pending'`)
         .where((eb) => eb.or([eb('claim_policy', '=', 'first_claim'), eb('assigned_agent_id', '=', agentId)]))
         .orderBy('priority', 'desc')
         .orderBy('id')
@@ -276,10 +286,12 @@ export class MeshService {
     taskId: string,
     leaseId: string,
     change: LeasedChange,
+    arg: string | null,
     slow: () => Promise<MeshTask>,
   ): Promise<MeshTask> {
-    if (this.ctx.store.dialect !== 'postgres') return slow();
-    const r = await pgLeased(this.ctx.write, p, taskId, leaseId, this.ctx.clock.now(), change);
+    const batcher = this.batchers?.get(change.name);
+    if (!batcher) return slow();
+    const r = await batcher.run(p, taskId, leaseId, arg);
     if (r && r.id !== null) return taskOf(r);
     if (!r || r.cur_domain === null || !canSeeDomain(p, r.cur_domain)) {
       throw new SvcError('not_found', `mesh task ${taskId} not found`);
@@ -332,7 +344,7 @@ export class MeshService {
   }
 
   start(p: Principal, taskId: string, leaseId: string) {
-    return this.fastLeased(p, taskId, leaseId, START, () =>
+    return this.fastLeased(p, taskId, leaseId, START, null, () =>
       this.leased(
         p,
         taskId,
@@ -390,7 +402,7 @@ export class MeshService {
 
   complete(p: Principal, taskId: string, leaseId: string, result: unknown) {
     const json = result === undefined ? null : JSON.stringify(result);
-    return this.fastLeased(p, taskId, leaseId, { ...COMPLETE, params: [json] }, () =>
+    return this.fastLeased(p, taskId, leaseId, COMPLETE, json, () =>
       this.leased(
         p,
         taskId,
@@ -403,7 +415,7 @@ export class MeshService {
   }
 
   fail(p: Principal, taskId: string, leaseId: string, reason: string) {
-    return this.fastLeased(p, taskId, leaseId, { ...FAIL, params: [reason] }, () =>
+    return this.fastLeased(p, taskId, leaseId, FAIL, reason, () =>
       this.leased(
         p,
         taskId,
@@ -498,7 +510,7 @@ export class MeshService {
       const expired = await tx.db
         .selectFrom('mesh_tasks')
         .selectAll()
-        .where('state', 'in', ['claimed', 'running'])
+        .where(sql<boolean>`state in ('claimed', 'running')`) // partial index mesh_tasks_leased
         .where('lease_expires_at', '<', tx.now)
         .orderBy('lease_expires_at')
         .limit(500)
@@ -585,22 +597,19 @@ const START: LeasedChange = {
   action: 'started',
   from: ['claimed'],
   set: "state = 'running'",
-  params: [],
 };
 const COMPLETE: LeasedChange = {
   name: 'mesh_complete',
   action: 'completed',
   from: ['claimed', 'running'],
-  set: "state = 'completed', result = $5::text, lease_id = null, lease_expires_at = null",
-  params: [],
+  set: "state = 'completed', result = req.arg, lease_id = null, lease_expires_at = null",
 };
 const FAIL: LeasedChange = {
   name: 'mesh_fail',
   action: 'failed',
   from: ['claimed', 'running'],
-  set: "state = 'failed', failure_reason = $5::text, lease_id = null, lease_expires_at = null",
-  params: [],
-  extraPayload: ", 'reason', $5::text",
+  set: "state = 'failed', failure_reason = req.arg, lease_id = null, lease_expires_at = null",
+  extraPayload: ", 'reason', failure_reason",
 };
 
 function hasCaps(agent: AgentRow, required: string[]): boolean {
