@@ -2,7 +2,7 @@
 // SvcError with the server's code, and connection failures into tower_unreachable.
 import { HttpTransportError, requestJson } from '../lib/http.js';
 import { errorFromProblem, SvcError } from '../protocol/errors.js';
-import type { Credentials } from './credentials.js';
+import type { Credentials } from './login-store.js';
 
 export class TowerClient {
   constructor(private readonly creds: Credentials) {}

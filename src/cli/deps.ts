@@ -2,8 +2,8 @@
 // credentials (global --url/--token flags, env, credentials.json, local admin token).
 import type { Command } from 'commander';
 import { TowerClient } from './client.js';
-import { resolveCredentials } from './credentials.js';
 import type { CliIO } from './io.js';
+import { resolveCredentials } from './login-store.js';
 
 export interface CommandDeps {
   io: CliIO;

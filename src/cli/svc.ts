@@ -10,6 +10,7 @@ import { registerFeed } from './commands/feed.js';
 import { registerNodeCommands } from './commands/node.js';
 import { registerRecords } from './commands/records.js';
 import { registerSecret } from './commands/secret.js';
+import { registerSystem } from './commands/system.js';
 import { registerTasks } from './commands/task.js';
 import { registerToken } from './commands/token.js';
 import { registerTower } from './commands/tower.js';
@@ -49,6 +50,7 @@ export function buildSvc(io: CliIO): Command {
   const daemon = program.command('daemon').description('the local node daemon (svcd)');
   registerDaemonCommands(daemon, deps);
   registerWorker(program, daemon, deps);
+  registerSystem(program, deps);
 
   exitOverrideAll(program);
   return program;

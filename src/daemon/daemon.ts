@@ -9,6 +9,7 @@ import type { NodeIdentity } from '../protocol/nodes.js';
 import { createAttachGateway } from './attach/gateway.js';
 import type { Component, DaemonContext } from './context.js';
 import { createCron } from './cron/cron.js';
+import { createFanout } from './fanout/fanout.js';
 import { MgmtServer } from './mgmt/server.js';
 import { daemonPaths } from './paths.js';
 import { createSecretsBroker, SessionRegistry } from './secrets/index.js';
@@ -57,6 +58,8 @@ const COMPONENTS: ComponentFactory[] = [
   (ctx) => createWorker(ctx, () => supervisorOf(ctx).runtimes),
   // svcd.sock and tower attach streams, over the supervisor's PTY agents.
   (ctx) => createAttachGateway(ctx, supervisorOf(ctx)),
+  // Local /events relay of the tower feed (+ MQTT); independent of the rest.
+  (ctx) => createFanout(ctx),
 ];
 
 export interface Daemon {

@@ -21,7 +21,9 @@ import { FeedHub } from './feed/hub.js';
 import { startPruner } from './feed/retention.js';
 import { feedRoutes } from './feed/routes.js';
 import { createSequencer } from './feed/sequencer.js';
+import { FeedStats } from './feed/stats.js';
 import { buildApp, type TowerPlugin } from './http/app.js';
+import { createMetrics } from './http/metrics.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { meshArea } from './mesh/routes.js';
 import { ControlHub, controlRoutes } from './nodes/control-hub.js';
@@ -159,12 +161,15 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     });
     const stopSweeper = mesh.startSweeper(ctx);
     stopFeed = async () => {
-      stopSweeper();
+      await stopSweeper();
       stopPruning();
       await hub.stop();
     };
+    const metrics = createMetrics();
+    const feedStats = new FeedStats();
+    feedStats.register(metrics.registry);
     const plugins: TowerPlugin[] = [
-      feedRoutes({ hub, wsCompression: opts.wsCompression ?? false }),
+      feedRoutes({ hub, stats: feedStats, wsCompression: opts.wsCompression ?? false }),
       approvalRoutes({ agents: opts.agentLookup ?? agentsTableLookup }),
       mesh.plugin,
       controlRoutes(nodes),
@@ -180,7 +185,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       }),
       consoleRoutes(opts.consoleDir ? { dir: opts.consoleDir } : {}),
     ];
-    const app = await buildApp(ctx, { plugins, ...(opts.tls ? { https: opts.tls } : {}) });
+    const app = await buildApp(ctx, { plugins, metrics, ...(opts.tls ? { https: opts.tls } : {}) });
     // Upgraded sockets (WebSockets, and upgrades refused with 401/403) are not tracked by the
     // HTTP server: a refused one whose client left stays half-open and would hold close()
     // forever. End them when the peer does, and destroy what is left at shutdown.

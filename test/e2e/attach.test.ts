@@ -87,7 +87,7 @@ async function agentRunning(): Promise<void> {
       const items = (JSON.parse(r.stdout) as { items: { id: string; state: string }[] }).items;
       return items.some((a) => a.id === agentId && a.state === 'running');
     },
-    { timeoutMs: 60_000 },
+    { timeoutMs: 90_000 },
   );
 }
 
@@ -128,7 +128,7 @@ beforeAll(async () => {
   await agentRunning();
   tmux('-f', '/dev/null', 'new-session', '-d', '-s', 'boot', '-x', '100', '-y', '30');
   tmux('set', '-g', 'status', 'off');
-}, 90_000);
+});
 
 afterAll(async () => {
   tmux('kill-server');
@@ -318,5 +318,5 @@ describe('svc attach through the tower', () => {
     next.ws.send(Buffer.from('after restart\r'));
     await waitFor('the echo', () => next.out().includes('echo: after restart'));
     next.ws.close();
-  }, 90_000);
+  });
 });

@@ -89,5 +89,5 @@ describe('svc daemon up / down / install-unit', () => {
     expect(existsSync(join(home, 'svcd', 'mgmt.sock'))).toBe(false);
     const idle = await svc('daemon', 'down');
     expect(idle.stdout).toMatch(/not running/);
-  }, 120_000);
+  });
 });

@@ -47,9 +47,9 @@ describe('ACP progress on the tower feed', () => {
         const r = await run(SVC_BIN, ['--json', 'agent', 'supervise', 'status', 'reviewer'], cli);
         return r.code === 0 && (JSON.parse(r.stdout) as { state: string }).state === 'running';
       },
-      { timeoutMs: 30_000 },
+      { timeoutMs: 90_000 },
     );
-  }, 60_000);
+  });
   afterAll(async () => {
     await stopAll();
     tmp.remove();

@@ -126,7 +126,7 @@ describe('an agent started by svcd reads its secrets', () => {
         if (svcd.child.exitCode !== null) throw new Error(`svcd exited: ${svcd.stderr()}`);
         return existsSync(join(out, 'session'));
       },
-      { timeoutMs: 60_000 },
+      { timeoutMs: 90_000 },
     );
   });
   afterAll(async () => {

@@ -65,7 +65,7 @@ async function startSvcd(): Promise<void> {
       const items = await list();
       return items.length === 3 && items.every((a) => a.state === 'running');
     },
-    { timeoutMs: 30_000 },
+    { timeoutMs: 90_000 },
   );
 }
 
@@ -109,7 +109,7 @@ runtime = "mux_hosted"
 `,
   );
   await startSvcd();
-}, 60_000);
+});
 
 afterAll(async () => {
   await stopSvcd();
@@ -243,7 +243,7 @@ describe('svcd supervising agents', () => {
     await waitFor('the second answer', () =>
       tmux('capture-pane', '-p', '-t', '=pane:').stdout.includes('echo: second hello'),
     );
-  }, 90_000);
+  });
 
   it('refuses a bad agents.toml on reload, naming file and line, and leaves agents running', async () => {
     const before = (await list()).map((a) => [a.id, a.pid]);

@@ -29,13 +29,13 @@ describe('svcd and a tower restart', () => {
         ? (JSON.parse(r.stdout) as { tower: { connected: boolean } }).tower.connected
         : false;
     };
-    await waitFor('svcd to connect', connected, { timeoutMs: 30_000 });
+    await waitFor('svcd to connect', connected, { timeoutMs: 90_000 });
 
     tower.kill('SIGKILL');
     await tower.exited;
-    await waitFor('svcd to notice', async () => !(await connected()), { timeoutMs: 60_000 });
+    await waitFor('svcd to notice', async () => !(await connected()), { timeoutMs: 90_000 });
     tower = await startTowerProc(env, ['--listen', `127.0.0.1:${port}`]);
-    await waitFor('svcd to reconnect', connected, { timeoutMs: 60_000 });
+    await waitFor('svcd to reconnect', connected, { timeoutMs: 90_000 });
     const admin = readFileSync(join(env.SVC_HOME as string, 'tower', 'admin.token'), 'utf8').trim();
     const nodes = (await (
       await fetch(`${tower.url}/nodes`, { headers: { authorization: `Bearer ${admin}` } })
@@ -45,5 +45,5 @@ describe('svcd and a tower restart', () => {
       components: { control: { connects: number } };
     };
     expect(status.components.control.connects).toBeGreaterThanOrEqual(2);
-  }, 120_000);
+  });
 });

@@ -50,7 +50,7 @@ describe('svcd run', () => {
         if (code !== null) throw new Error(`svcd exited (${code}): ${p.stderr()}`);
         return (await status()).pid === p.child.pid;
       },
-      { timeoutMs: 30_000 },
+      { timeoutMs: 90_000 },
     );
     return p;
   };
@@ -117,5 +117,5 @@ describe('svcd run', () => {
     second.kill('SIGTERM');
     expect(await second.exited).toBe(0);
     for (const p of socks) expect(existsSync(p)).toBe(false);
-  }, 180_000);
+  });
 });

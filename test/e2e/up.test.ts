@@ -70,5 +70,5 @@ describe('svc up / svc down', () => {
     expect(down.code).toBe(0);
     expect(down.stdout).toMatch(/stopped svcd .* and tower/);
     expect(alive(first.tower?.pid) || alive(first.svcd?.pid)).toBe(false);
-  }, 120_000);
+  });
 });

@@ -66,7 +66,7 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
         const r = await run(SVC_BIN, ['--json', 'daemon', 'status'], cli);
         return r.code === 0 && (JSON.parse(r.stdout) as { tower: { connected: boolean } }).tower.connected;
       },
-      { timeoutMs: 30_000 },
+      { timeoutMs: 90_000 },
     );
     return p;
   }
@@ -122,7 +122,7 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
     ).id;
     await svc(['agent', 'node', 'register', '--hostname', 'worker-node']);
     svcd = await startSvcd();
-  }, 60_000);
+  });
   afterAll(async () => {
     await stopAll();
     tmp.remove();
@@ -149,7 +149,7 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
         const states = await Promise.all([...ids, bad.id].map((id) => api<Task>('GET', `/work/tasks/${id}`)));
         return states.every((s) => s.state === 'completed' || s.state === 'failed') ? states : null;
       },
-      { timeoutMs: 60_000 },
+      { timeoutMs: 90_000 },
     );
     for (const id of ids) {
       const t = await api<Task>('GET', `/work/tasks/${id}`);
@@ -298,7 +298,7 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
     expect(processGone(pid)).toBe(false);
     const cancelled = await api<Task>('POST', `/work/tasks/${t.id}/cancel`, {});
     expect(cancelled.state).toBe('cancelled');
-    await waitFor('the subagent to be killed', () => processGone(pid), { timeoutMs: 5000 });
+    await waitFor('the subagent to be killed', () => processGone(pid));
     await waitFor('the loop to count it', async () => (await loopOf('alpha_code'))?.counts.cancelled === 1);
     expect((await getTask(t.id)).state).toBe('cancelled');
   });
@@ -320,9 +320,9 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
     expect(processGone(pid)).toBe(false); // the subagent outlived its svcd
     svcd = await startSvcd();
     // The restarted svcd kills the orphan and resumes its loop, which reclaims the task.
-    await waitFor('the orphan to be killed', () => processGone(pid), { timeoutMs: 10_000 });
+    await waitFor('the orphan to be killed', () => processGone(pid));
     await waitFor('the task to complete', async () => (await getTask(t.id)).state === 'completed', {
-      timeoutMs: 30_000,
+      timeoutMs: 90_000,
     });
     const done = await getTask(t.id);
     expect(done.attempt).toBe(2);

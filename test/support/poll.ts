@@ -1,11 +1,12 @@
-// Waiting for a condition: poll with a deadline, never a fixed sleep.
+// Waiting for a condition: poll with a deadline, never a fixed sleep. The default deadline only
+// bounds a hang (a loaded 2-core CI machine is slow); tests never assert on elapsed time.
 
 export async function waitFor<T>(
   what: string,
   fn: () => T | undefined | null | false | Promise<T | undefined | null | false>,
   opts: { timeoutMs?: number; intervalMs?: number } = {},
 ): Promise<T> {
-  const deadline = Date.now() + (opts.timeoutMs ?? 15_000);
+  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
   let lastError: unknown;
   for (;;) {
     try {

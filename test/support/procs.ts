@@ -80,7 +80,7 @@ export async function startTowerProc(env: NodeJS.ProcessEnv, extraArgs: string[]
       if (code !== null) throw new Error(`tower exited (${code}): ${p.stderr()}`);
       return /listening on (\S+)/.exec(p.stdout())?.[1];
     },
-    { timeoutMs: 30_000 },
+    { timeoutMs: 90_000 },
   );
   return Object.assign(p, { url });
 }

@@ -26,6 +26,43 @@ export class ApiError extends Error {
   }
 }
 
+/** The text to show for a failed call: the problem's `detail` when the API gave one. */
+export function errorText(e: unknown): string {
+  if (e instanceof ApiError) return e.status ? `${e.detail} (${e.status} ${e.code})` : e.detail;
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** The principal's rate-limit block, from the latest API response or feed event. */
+export interface RateLimit {
+  limit: number;
+  remaining: number;
+  reset_at: string;
+}
+
+type Listener = () => void;
+
+/** Latest rate-limit state seen by the console (headers of API calls, `rate_limit` of events). */
+export const rateLimit = {
+  current: null as RateLimit | null,
+  listeners: new Set<Listener>(),
+  set(r: RateLimit): void {
+    this.current = r;
+    for (const fn of this.listeners) fn();
+  },
+  subscribe(fn: Listener): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  },
+};
+
+function noteRateLimit(res: Response): void {
+  const limit = Number(res.headers.get('ratelimit-limit'));
+  const remaining = Number(res.headers.get('ratelimit-remaining'));
+  const reset = Number(res.headers.get('ratelimit-reset'));
+  if (!res.headers.has('ratelimit-limit') || !Number.isFinite(limit + remaining + reset)) return;
+  rateLimit.set({ limit, remaining, reset_at: new Date(Date.now() + reset * 1000).toISOString() });
+}
+
 export async function api<T>(method: string, path: string, body?: unknown, token = getToken()): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
@@ -42,6 +79,7 @@ export async function api<T>(method: string, path: string, body?: unknown, token
   } catch (e) {
     throw new ApiError(0, 'network', `cannot reach the tower: ${(e as Error).message}`);
   }
+  noteRateLimit(res);
   const text = await res.text();
   let json: unknown = null;
   try {

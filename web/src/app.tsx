@@ -1,12 +1,13 @@
 // The console shell: sign-in with a token, navigation, and the current view (hash routes,
 // so the tower serves one index.html and never needs a catch-all route).
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, api, clearToken, type Domain, getToken, type List, setToken } from './api.js';
+import { ApiError, api, clearToken, type Domain, getToken, type List, rateLimit, setToken } from './api.js';
 import { feedStore } from './feed.js';
 import { ApprovalsView } from './views/approvals.js';
 import { DomainsView } from './views/domains.js';
 import { FeedView } from './views/feed.js';
 import { NodesView } from './views/nodes.js';
+import { TasksView } from './views/tasks.js';
 
 export interface Route {
   view: string;
@@ -15,6 +16,7 @@ export interface Route {
 
 const VIEWS: { id: string; label: string }[] = [
   { id: 'feed', label: 'Feed' },
+  { id: 'tasks', label: 'Tasks' },
   { id: 'approvals', label: 'Approvals' },
   { id: 'nodes', label: 'Nodes' },
   { id: 'domains', label: 'Domains' },
@@ -40,6 +42,7 @@ export function App() {
   }, [token]);
   const [, tick] = useState(0);
   useEffect(() => feedStore.subscribe(() => tick((n) => n + 1)), []);
+  useEffect(() => rateLimit.subscribe(() => tick((n) => n + 1)), []);
   if (!token) return <SignIn onSignedIn={(t) => setTok(t)} />;
   const signOut = () => {
     feedStore.stop();
@@ -57,13 +60,16 @@ export function App() {
             </a>
           ))}
         </nav>
+        <RateLimitBadge />
         <button type="button" class="signout" onClick={signOut}>
           Sign out
         </button>
       </header>
       {feedStore.state === 'down' && (
         <div class="banner" role="status" data-testid="feed-banner">
-          Feed disconnected — reconnecting… ({feedStore.detail})
+          Feed disconnected
+          {feedStore.downSince !== null && ` since ${new Date(feedStore.downSince).toLocaleTimeString()}`} —
+          reconnecting, and resuming from the last event seen ({feedStore.detail})
         </div>
       )}
       <main>
@@ -71,6 +77,8 @@ export function App() {
           <DomainsView />
         ) : route.view === 'feed' ? (
           <FeedView />
+        ) : route.view === 'tasks' ? (
+          <TasksView mission={route.arg} />
         ) : route.view === 'approvals' ? (
           <ApprovalsView />
         ) : route.view === 'nodes' ? (
@@ -80,6 +88,24 @@ export function App() {
         )}
       </main>
     </div>
+  );
+}
+
+/** The token's rate-limit block; a warning once it is used up. */
+function RateLimitBadge() {
+  const rl = rateLimit.current;
+  if (!rl) return null;
+  const reset = new Date(rl.reset_at).toLocaleTimeString();
+  if (rl.remaining <= 0)
+    return (
+      <span class="error" data-testid="rate-limit" title="requests are refused until the reset">
+        rate limited until {reset}
+      </span>
+    );
+  return (
+    <span class="muted" data-testid="rate-limit" title={`resets ${reset}`}>
+      rate limit {rl.remaining}/{rl.limit}
+    </span>
   );
 }
 

@@ -1,6 +1,7 @@
 // The live feed over GET /events/stream, read with fetch so the token travels in the
 // Authorization header (EventSource cannot set headers, and tokens never go in URLs).
 // Resumes with Last-Event-ID after every drop, backing off up to 5 s.
+import { rateLimit } from './api.js';
 
 export interface FeedEvent {
   id: string;
@@ -16,13 +17,21 @@ export interface FeedEvent {
 
 export type FeedState = 'connecting' | 'live' | 'down';
 
+/** The tower's `reset` SSE event: events between last_event_id and resume_after are gone. */
+export interface ResetInfo {
+  reason: string;
+  last_event_id: string;
+  resume_after: string;
+}
+
 export interface FeedHandlers {
   onEvent(ev: FeedEvent): void;
   onState(state: FeedState, detail?: string): void;
-  onReset?(info: unknown): void;
+  onReset?(info: ResetInfo): void;
 }
 
-export function openFeed(token: string, query: URLSearchParams, h: FeedHandlers): () => void {
+/** `base` is empty in the browser (same origin); tests pass the test server's URL. */
+export function openFeed(token: string, query: URLSearchParams, h: FeedHandlers, base = ''): () => void {
   const abort = new AbortController();
   let lastId: string | null = null;
   let delay = 250;
@@ -36,7 +45,7 @@ export function openFeed(token: string, query: URLSearchParams, h: FeedHandlers)
         };
         if (lastId) headers['last-event-id'] = lastId;
         const qs = query.toString();
-        const res = await fetch(`/events/stream${qs ? `?${qs}` : ''}`, {
+        const res = await fetch(`${base}/events/stream${qs ? `?${qs}` : ''}`, {
           headers,
           signal: abort.signal,
           cache: 'no-store',
@@ -72,7 +81,7 @@ export function openFeed(token: string, query: URLSearchParams, h: FeedHandlers)
             }
             if (data.length === 0) continue;
             const json = JSON.parse(data.join('\n')) as unknown;
-            if (name === 'reset') h.onReset?.(json);
+            if (name === 'reset') h.onReset?.(json as ResetInfo);
             else if (name === 'message') {
               if (id) lastId = id;
               h.onEvent(json as FeedEvent);
@@ -100,6 +109,10 @@ export class FeedStore {
   events: FeedEvent[] = [];
   state: FeedState = 'connecting';
   detail: string | undefined;
+  /** When the stream went down (ms since epoch), for the banner; null while up. */
+  downSince: number | null = null;
+  /** The last `reset` the tower sent: the console missed events it can no longer replay. */
+  reset: (ResetInfo & { at: string }) | null = null;
   private listeners = new Set<() => void>();
   private close: (() => void) | null = null;
 
@@ -108,18 +121,24 @@ export class FeedStore {
   start(token: string): void {
     this.stop();
     this.events = [];
+    this.reset = null;
+    this.downSince = null;
     this.close = openFeed(token, new URLSearchParams(), {
       onEvent: (ev) => {
         this.events = [ev, ...this.events].slice(0, this.max);
+        if (ev.rate_limit) rateLimit.set(ev.rate_limit);
         this.notify();
       },
       onState: (s, detail) => {
+        if (s === 'down' && this.downSince === null) this.downSince = Date.now();
+        if (s === 'live') this.downSince = null;
         this.state = s;
         this.detail = detail;
         this.notify();
       },
-      onReset: () => {
-        this.events = [];
+      onReset: (info) => {
+        // What is still on screen is older than the gap: keep it but say events are missing.
+        this.reset = { ...info, at: new Date().toISOString() };
         this.notify();
       },
     });

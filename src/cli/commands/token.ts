@@ -4,8 +4,8 @@ import { parseDuration } from '../../lib/duration.js';
 import type { Token, TokenCreated } from '../../protocol/auth.js';
 import { isScope } from '../../protocol/scopes.js';
 import { TowerClient } from '../client.js';
-import { resolveCredentials, saveCredentials } from '../credentials.js';
 import { type CommandDeps, collect, globals } from '../deps.js';
+import { resolveCredentials, saveCredentials } from '../login-store.js';
 import { keyValues, print, table } from '../output.js';
 import { UsageError } from '../run.js';
 

@@ -3,9 +3,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parseDuration } from '../../lib/duration.js';
-import { createLogger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
-import { createTower } from '../../tower/tower.js';
 import { type CommandDeps, globals } from '../deps.js';
 import { print, table } from '../output.js';
 import { UsageError } from '../run.js';
@@ -79,6 +77,12 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         throw new UsageError('--oidc-issuer and --oidc-audience go together');
       }
       const env = deps.io.env;
+      // Loaded here, not at the top: every other svc command starts without the tower's code
+      // (Fastify, Kysely, database drivers), which is most of svc's start-up time.
+      const [{ createLogger }, { createTower }] = await Promise.all([
+        import('../../lib/log.js'),
+        import('../../tower/tower.js'),
+      ]);
       const log = createLogger({ level: flags.logLevel, name: 'tower' });
       const tls =
         flags.tlsCert && flags.tlsKey

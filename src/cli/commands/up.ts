@@ -233,6 +233,8 @@ export function registerUp(program: Command, deps: CommandDeps): void {
       }
       await writeState(state);
 
+      // Run through npx (the README's first command), the next commands need npx too.
+      const svc = deps.io.env.npm_command === 'exec' ? 'npx svc' : 'svc';
       const summary = {
         console_url: `${url}/`,
         tower_url: url,
@@ -242,9 +244,9 @@ export function registerUp(program: Command, deps: CommandDeps): void {
         demo_domain: domain.id,
         demo_mission: mission.id,
         next: [
-          'svc feed',
-          `svc agent signal ${DEMO_PROFILE} --prompt "progress: 3" --wait`,
-          'svc agent supervise list',
+          `${svc} feed`,
+          `${svc} agent signal ${DEMO_PROFILE} --prompt "progress: 3" --wait`,
+          `${svc} agent supervise list`,
         ],
       };
       print(deps.io, json, summary, () =>
@@ -259,7 +261,7 @@ export function registerUp(program: Command, deps: CommandDeps): void {
           'try:',
           ...summary.next.map((c) => `  ${c}`),
           '',
-          'stop with: svc down',
+          `stop with: ${svc} down`,
         ].join('\n'),
       );
     });

@@ -91,8 +91,9 @@ log_keep = 2
   });
 
   it('names the line of an unknown table', () => {
-    expect(errorOf(() => parse('[watchdog]\npoll = "1s"\n\n[wrker]\nmax = 3\n')).message).toBe(
-      `${FILE}:4: wrker: unknown table (known: runtime, supervisor, watchdog, worker)`,
+    // Areas append their tables to the list: check the start, not the whole list.
+    expect(errorOf(() => parse('[watchdog]\npoll = "1s"\n\n[wrker]\nmax = 3\n')).message).toMatch(
+      `${FILE}:4: wrker: unknown table (known: runtime, supervisor, watchdog, worker`,
     );
   });
 

@@ -3,6 +3,7 @@
 // line in CONFIG_SECTIONS (its parser lives in its own folder). Unknown tables and keys are
 // errors naming the file, the line and the field. A missing file means all defaults.
 
+import { fanoutSection } from '../fanout/config-section.js';
 import { workerSection } from '../worker/config-section.js';
 import { runtimeSection } from './runtime-section.js';
 import { supervisorSection, watchdogSection } from './supervisor-section.js';
@@ -19,6 +20,7 @@ export const CONFIG_SECTIONS = {
   supervisor: supervisorSection,
   watchdog: watchdogSection,
   worker: workerSection,
+  fanout: fanoutSection,
 } satisfies Record<string, ConfigSection<unknown>>;
 
 type Sections = typeof CONFIG_SECTIONS;

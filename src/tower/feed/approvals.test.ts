@@ -67,6 +67,31 @@ describe.each(STORES)('approvals and inbox on %s', (store) => {
     expect((await t.call('POST', '/approvals', { domain_id: a.id })).status).toBe(400);
   });
 
+  it('pages approvals by cursor within the domains a token may see', async () => {
+    const a = await domain('page-a');
+    const b = await domain('page-b');
+    const mine: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      mine.push((await t.call('POST', '/approvals', { domain_id: a.id, title: `a${i}` })).body.id as string);
+      await t.call('POST', '/approvals', { domain_id: b.id, title: `b${i}` });
+    }
+    const tok = (await t.call('POST', '/tokens', { name: 'page-a', scopes: ['feed:read'], domains: [a.id] }))
+      .body.token as string;
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const q: string = cursor ? `&cursor=${cursor}` : '';
+      const r = await t.call('GET', `/approvals?limit=2${q}`, undefined, tok);
+      expect(r.status).toBe(200);
+      expect((r.body.items as unknown[]).length).toBeLessThanOrEqual(2);
+      seen.push(...(r.body.items as { id: string }[]).map((x) => x.id));
+      cursor = r.body.next_cursor as string | null;
+    } while (cursor);
+    expect(seen).toEqual(mine);
+    expect((await t.call('GET', `/approvals?domain_id=${b.id}`, undefined, tok)).body.items).toEqual([]);
+    expect((await t.call('GET', '/approvals?cursor=%25%25')).status).toBe(400);
+  });
+
   it('sends inbox messages to agents and lists them per agent', async () => {
     const d = await domain('inbox');
     const noDomain = await t.call('POST', '/inbox', { agent_id: 'ghost', text: 'hi' });

@@ -16,8 +16,7 @@ import { SvcError } from '../../protocol/errors.js';
 import { canSeeDomain } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
-import { listableDomains } from '../records/access.js';
-import { decodeCursor, page } from '../records/cursor.js';
+import { listInDomains } from '../records/access.js';
 import type { AgentLookup } from '../secrets/agents.js';
 import type { Tx } from '../store/tx.js';
 import type { ApprovalRow } from './migrations.js';
@@ -87,19 +86,9 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
       schema: { querystring: ApprovalListQuery },
       handler: async (req) => {
         const q = req.query as ApprovalListQuery;
-        const limit = q.limit ?? 50;
-        const after = decodeCursor(q.cursor);
-        let sel = ctx.store.db
-          .selectFrom('approvals')
-          .selectAll()
-          .orderBy('id')
-          .limit(limit + 1);
-        if (after !== null) sel = sel.where('id', '>', after);
+        let sel = ctx.store.db.selectFrom('approvals').selectAll();
         if (q.status) sel = sel.where('status', '=', q.status);
-        const domains = listableDomains(req.principal, q.domain_id);
-        if (domains?.length === 0) return { items: [], next_cursor: null };
-        if (domains) sel = sel.where('domain_id', 'in', domains);
-        return page((await sel.execute()).map(approvalOf), limit);
+        return listInDomains(sel, req.principal, q, approvalOf);
       },
     });
 
@@ -204,19 +193,9 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
       schema: { querystring: InboxListQuery },
       handler: async (req) => {
         const q = req.query as InboxListQuery;
-        const limit = q.limit ?? 50;
-        const after = decodeCursor(q.cursor);
-        let sel = ctx.store.db
-          .selectFrom('inbox_messages')
-          .selectAll()
-          .orderBy('id')
-          .limit(limit + 1);
-        if (after !== null) sel = sel.where('id', '>', after);
+        let sel = ctx.store.db.selectFrom('inbox_messages').selectAll();
         if (q.agent_id !== undefined) sel = sel.where('agent_id', '=', q.agent_id);
-        const domains = listableDomains(req.principal, q.domain_id);
-        if (domains?.length === 0) return { items: [], next_cursor: null };
-        if (domains) sel = sel.where('domain_id', 'in', domains);
-        return page(await sel.execute(), limit);
+        return listInDomains(sel, req.principal, q, (m) => m);
       },
     });
   };

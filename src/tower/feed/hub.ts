@@ -15,7 +15,7 @@ import type { Principal } from '../auth/principal.js';
 import type { Store } from '../store/open.js';
 import { eventFromRow, notifyChannel } from './event-log.js';
 
-const PAGE = 500;
+export const PAGE = 500;
 /** Backstop for lost notifications (and for a LISTEN connection being re-established). */
 const POLL_MS = 1000;
 /** Live events a replaying subscriber may queue before it is cut off (it resumes by id). */

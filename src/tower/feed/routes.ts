@@ -12,6 +12,7 @@ import type { Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
 import type { FeedFilter, FeedHub, ResetInfo, Subscription } from './hub.js';
+import { FeedStats } from './stats.js';
 import { StreamWatch } from './stream-watch.js';
 
 /** Bytes a consumer may leave unread before it is cut off (it resumes by id). */
@@ -55,6 +56,8 @@ export interface FeedRouteOptions {
   hub: FeedHub;
   /** Per-message deflate on /events/ws when a client asks (off by default: memory). */
   wsCompression?: boolean;
+  /** Where the streams report their backlogs (the tower registers it on /metrics). */
+  stats?: FeedStats;
 }
 
 function parseAfter(req: FastifyRequest, q: StreamQuery): bigint | null {
@@ -112,6 +115,7 @@ function withRateLimit(ctx: TowerContext, principal: Principal, ev: FeedEvent): 
 
 export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
   const { hub } = opts;
+  const stats = opts.stats ?? new FeedStats();
   return async (app: FastifyInstance, ctx: TowerContext) => {
     // Every open stream listens for shutdown: thousands of listeners are expected, not a leak.
     setMaxListeners(0, ctx.shutdown);
@@ -145,10 +149,17 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         let pending = '';
         let block: string | null = null;
         const flush = () => {
-          if (!closed && pending && !res.destroyed) res.write(pending);
+          if (!closed && pending && !res.destroyed) {
+            res.write(pending);
+            stats.observe(res.writableLength);
+          }
           pending = '';
           block = null;
         };
+        res.on(
+          'close',
+          stats.track(() => res.writableLength + pending.length),
+        );
         const finish = (comment: string | null) => {
           if (closed) return;
           flush();
@@ -186,6 +197,7 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
             // returned false, so 'drain' will come.
             flush();
             if (closed || res.writableLength <= REPLAY_SOFT_LIMIT) return Promise.resolve();
+            stats.replayWaited('sse');
             return new Promise<void>((resolve) => {
               const done = () => {
                 res.off('drain', done);
@@ -204,6 +216,7 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
             if (reason === 'overflow') {
               closed = true;
               unwatch();
+              stats.streamCutOff('sse');
               res.destroy();
             } else finish(reason === 'shutdown' ? 'tower shutting down' : 'feed error; resume by id');
           },
@@ -240,7 +253,12 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         const uncork = () => {
           corked = false;
           raw?.uncork();
+          stats.observe(socket.bufferedAmount);
         };
+        socket.on(
+          'close',
+          stats.track(() => socket.bufferedAmount),
+        );
         // Replay waits here until the socket has written out enough (send callbacks).
         let waiters: (() => void)[] = [];
         const wakeWaiters = () => {
@@ -287,11 +305,16 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
             // As for SSE: only what earlier passes left unsent counts against the limit.
             return unsentBefore <= STREAM_BUFFER_LIMIT;
           },
-          busy: () => !closed && socket.bufferedAmount > REPLAY_SOFT_LIMIT,
-          drained: () =>
-            new Promise<void>((resolve) => {
+          busy: () => {
+            stats.observe(socket.bufferedAmount);
+            return !closed && socket.bufferedAmount > REPLAY_SOFT_LIMIT;
+          },
+          drained: () => {
+            stats.replayWaited('ws');
+            return new Promise<void>((resolve) => {
               waiters.push(resolve);
-            }),
+            });
+          },
           reset(info) {
             if (!closed) socket.send(JSON.stringify({ type: 'reset', ...info }));
           },
@@ -299,6 +322,7 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
             if (reason === 'overflow') {
               closed = true;
               unwatch();
+              stats.streamCutOff('ws');
               socket.terminate();
             } else finish(reason === 'shutdown' ? 1001 : 1011, reason);
           },

@@ -4,7 +4,6 @@
 import AjvModule from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
-import type { FieldError } from '../../protocol/errors.js';
 
 // ajv and ajv-formats are CommonJS with default exports.
 const Ajv = AjvModule.default ?? AjvModule;
@@ -33,31 +32,5 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   };
 }
 
-interface AjvErrorLike {
-  instancePath?: string;
-  keyword?: string;
-  params?: Record<string, unknown>;
-  message?: string;
-}
-
-/** Ajv errors → field errors that name the field ("body/title: must be string"). */
-export function fieldErrors(context: string, errors: readonly AjvErrorLike[]): FieldError[] {
-  return errors.map((e) => {
-    let path = (e.instancePath ?? '').replace(/^\//, '');
-    let message = e.message ?? 'is invalid';
-    if (e.keyword === 'additionalProperties' && typeof e.params?.additionalProperty === 'string') {
-      path = join(path, e.params.additionalProperty);
-      message = 'unknown field';
-    } else if (e.keyword === 'required' && typeof e.params?.missingProperty === 'string') {
-      path = join(path, e.params.missingProperty);
-      message = 'is required';
-    } else if (e.keyword === 'enum' || e.keyword === 'anyOf') {
-      message = e.keyword === 'enum' ? `must be one of ${JSON.stringify(e.params?.allowedValues)}` : message;
-    }
-    return { field: path ? `${context}/${path}` : context, message };
-  });
-}
-
-function join(a: string, b: string): string {
-  return a ? `${a}/${b}` : b;
-}
+// Shared with svcd's schema pack (protocol/field-errors.ts).
+export { fieldErrors } from '../../protocol/field-errors.js';

@@ -1,53 +1,47 @@
 // POST /mcp/call: agents' tool calls, {"tool": name, "args": {…}} → {"result": …} or a
-// problem. Arguments are validated against the schema pack: the embedded defaults
-// (protocol/mesh.ts TOOL_ARGS), or SVC_SCHEMA_PACK_FILE's `{"tools": {name: schema}}` when set.
+// problem. Arguments are validated against the schema pack (protocol/schema-pack.ts): the
+// embedded defaults, or SVC_SCHEMA_PACK_FILE's `{"tools": {name: schema}}` when set.
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { SvcError } from '../../protocol/errors.js';
-import { McpCall, type MeshState, TOOL_ARGS, type ToolName } from '../../protocol/mesh.js';
-import type { Scope } from '../../protocol/scopes.js';
+import { MCP_TOOLS } from '../../protocol/mcp-tools.js';
+import { McpCall, type MeshState } from '../../protocol/mesh.js';
+import {
+  type CompiledSchemaPack,
+  compileSchemaPack,
+  embeddedSchemaPack,
+  parseSchemaPack,
+  type SchemaPack,
+} from '../../protocol/schema-pack.js';
 import { hasScope } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
-import { fieldErrors, makeAjv } from '../http/validation.js';
 import type { MeshService } from './service.js';
 
-const READ_TOOLS = new Set<string>(['get_mesh_task', 'list_mesh_tasks']);
-
-type Validator = ((x: unknown) => boolean) & { errors?: unknown[] | null };
-
-export function loadSchemaPack(file: string | undefined): Record<string, object> {
-  const pack: Record<string, object> = { ...TOOL_ARGS };
-  if (!file) return pack;
-  let parsed: { tools?: Record<string, object> };
+/** The pack the tower enforces; an unreadable or invalid file stops the tower at start. */
+export function loadSchemaPack(file: string | undefined): SchemaPack {
+  if (!file) return embeddedSchemaPack();
+  let text: string;
   try {
-    parsed = JSON.parse(readFileSync(file, 'utf8')) as { tools?: Record<string, object> };
+    text = readFileSync(file, 'utf8');
   } catch (e) {
     throw new Error(`SVC_SCHEMA_PACK_FILE ${file}: ${(e as Error).message}`);
   }
-  if (!parsed.tools || typeof parsed.tools !== 'object') {
-    throw new Error(`SVC_SCHEMA_PACK_FILE ${file}: expected {"tools": {name: JSON schema}}`);
-  }
-  for (const [name, schema] of Object.entries(parsed.tools)) {
-    if (!(name in TOOL_ARGS)) throw new Error(`SVC_SCHEMA_PACK_FILE ${file}: unknown tool "${name}"`);
-    pack[name] = schema;
-  }
-  return pack;
+  return parseSchemaPack(text, file);
 }
 
 export async function mcpRoutes(app: FastifyInstance, ctx: TowerContext, mesh: MeshService): Promise<void> {
-  const ajv = makeAjv(false);
-  const validators = new Map<string, Validator>();
-  for (const [name, schema] of Object.entries(loadSchemaPack(process.env.SVC_SCHEMA_PACK_FILE))) {
-    validators.set(name, ajv.compile(schema) as Validator);
-  }
+  const pack: CompiledSchemaPack = compileSchemaPack(loadSchemaPack(process.env.SVC_SCHEMA_PACK_FILE));
 
-  /** Approvals and inbox go through their REST routes with the caller's own credential. */
-  const forward = async (req: FastifyRequest, url: string, payload: unknown) => {
+  /** Approvals, inbox and records go through their REST routes with the caller's own credential. */
+  const forward = async (req: FastifyRequest, url: string, payload?: unknown) => {
     const res = await app.inject({
-      method: 'POST',
+      method: payload === undefined ? 'GET' : 'POST',
       url,
-      headers: { authorization: req.headers.authorization ?? '', 'content-type': 'application/json' },
-      payload: JSON.stringify(payload),
+      headers: {
+        authorization: req.headers.authorization ?? '',
+        ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
     });
     const body = res.body ? (JSON.parse(res.body) as Record<string, unknown>) : {};
     if (res.statusCode >= 400) {
@@ -64,27 +58,13 @@ export async function mcpRoutes(app: FastifyInstance, ctx: TowerContext, mesh: M
     schema: { body: McpCall },
     handler: async (req) => {
       const { tool, args } = req.body as McpCall;
-      const validate = validators.get(tool);
-      if (!validate) {
-        throw new SvcError(
-          'not_found',
-          `unknown tool "${tool}": one of ${[...validators.keys()].join(', ')}`,
-        );
-      }
-      const need: Scope = READ_TOOLS.has(tool) ? 'feed:read' : 'work:write';
-      if (!hasScope(req.principal, need)) {
+      const known = Object.hasOwn(MCP_TOOLS, tool);
+      // Scope before arguments, so a caller without it learns nothing about the schemas.
+      const need = known ? MCP_TOOLS[tool as keyof typeof MCP_TOOLS].scope : 'feed:read';
+      if (known && !hasScope(req.principal, need)) {
         throw new SvcError('forbidden', `tool ${tool} needs the "${need}" scope`);
       }
-      if (!validate(args)) {
-        const errors = fieldErrors('args', (validate.errors ?? []) as never[]);
-        throw new SvcError(
-          'validation_failed',
-          `${tool}: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`,
-          {
-            errors,
-          },
-        );
-      }
+      pack.check(tool, args);
       const p = req.principal;
       // Validated above against the tool's schema.
       const a = args as {
@@ -94,9 +74,14 @@ export async function mcpRoutes(app: FastifyInstance, ctx: TowerContext, mesh: M
         lease_id: string;
         reason: string;
         state?: string;
+        domain_id: string;
+        document_id: string;
+        artifact_id: string;
       };
+      const path = (...ids: string[]) => ids.map(encodeURIComponent).join('/');
+      const { domain_id: _d, mission_id: _m, ...recordBody } = args as Record<string, unknown>;
       let result: unknown;
-      switch (tool as ToolName) {
+      switch (tool) {
         case 'submit_mesh_task': {
           const { mission_id, ...body } = args as { mission_id: string };
           result = await mesh.create(p, mission_id, body as never);
@@ -146,6 +131,44 @@ export async function mcpRoutes(app: FastifyInstance, ctx: TowerContext, mesh: M
           break;
         case 'send_inbox':
           result = await forward(req, '/inbox', args);
+          break;
+        case 'create_domain':
+          result = await forward(req, '/domains', args);
+          break;
+        case 'create_mission':
+          result = await forward(req, `/domains/${path(a.domain_id)}/m`, recordBody);
+          break;
+        case 'create_document':
+          result = await forward(
+            req,
+            `/domains/${path(a.domain_id, 'm', a.mission_id)}/documents`,
+            recordBody,
+          );
+          break;
+        case 'create_artifact':
+          result = await forward(
+            req,
+            `/domains/${path(a.domain_id, 'm', a.mission_id)}/artifacts`,
+            recordBody,
+          );
+          break;
+        case 'get_domain':
+          result = await forward(req, `/domains/${path(a.domain_id)}`);
+          break;
+        case 'get_mission':
+          result = await forward(req, `/domains/${path(a.domain_id, 'm', a.mission_id)}`);
+          break;
+        case 'get_document':
+          result = await forward(
+            req,
+            `/domains/${path(a.domain_id, 'm', a.mission_id, 'documents', a.document_id)}`,
+          );
+          break;
+        case 'get_artifact':
+          result = await forward(
+            req,
+            `/domains/${path(a.domain_id, 'm', a.mission_id, 'artifacts', a.artifact_id)}`,
+          );
           break;
       }
       return { result: result ?? null };

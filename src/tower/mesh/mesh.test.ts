@@ -308,4 +308,38 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
     const listed = await mcp('list_mesh_tasks', { mission_id: missionId, state: 'completed' });
     expect((listed.body.result as { items: Task[] }).items.length).toBeGreaterThan(0);
   });
+
+  it("creates and reads records through the record tools, with the caller's own scopes", async () => {
+    const mission = await mcp('create_mission', { domain_id: domainId, name: 'via mcp' });
+    expect(mission.status).toBe(200);
+    const m = mission.body.result as { id: string; domain_id: string; name: string };
+    expect(m).toMatchObject({ domain_id: domainId, name: 'via mcp' });
+    const doc = await mcp('create_document', {
+      domain_id: domainId,
+      mission_id: m.id,
+      title: 'notes',
+      content: 'hello',
+    });
+    const d = doc.body.result as { id: string; content: string };
+    expect(d.content).toBe('hello');
+    const art = await mcp('create_artifact', { domain_id: domainId, mission_id: m.id, name: 'out.tar' });
+    const a = art.body.result as { id: string };
+    expect(
+      (await mcp('get_document', { domain_id: domainId, mission_id: m.id, document_id: d.id })).body.result,
+    ).toMatchObject({ id: d.id, title: 'notes' });
+    expect(
+      (await mcp('get_artifact', { domain_id: domainId, mission_id: m.id, artifact_id: a.id })).body.result,
+    ).toMatchObject({ id: a.id, name: 'out.tar' });
+    expect((await mcp('get_mission', { domain_id: domainId, mission_id: m.id })).body.result).toMatchObject({
+      id: m.id,
+    });
+    expect((await mcp('get_domain', { domain_id: domainId })).body.result).toMatchObject({ id: domainId });
+    // A node's credential stops at work:write: creating a domain needs admin.
+    expect((await mcp('create_domain', { name: 'nope' })).status).toBe(403);
+    const byAdmin = await mcp('create_domain', { name: 'by admin' }, t.adminToken);
+    expect(byAdmin.body.result).toMatchObject({ name: 'by admin' });
+    expect((await mcp('create_document', { domain_id: domainId, mission_id: m.id, title: 'x' })).status).toBe(
+      400,
+    );
+  });
 });

@@ -16,7 +16,7 @@ import {
 import { canSeeDomain, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
-import { listableDomains } from '../records/access.js';
+import { listInDomains } from '../records/access.js';
 import { decodeCursor, page } from '../records/cursor.js';
 import { mcpRoutes } from './mcp.js';
 import type { AgentRow } from './migrations.js';
@@ -41,8 +41,8 @@ export function agentOf(r: AgentRow): Agent {
 export interface MeshArea {
   plugin: TowerPlugin;
   service(ctx: TowerContext): MeshService;
-  /** Starts the lease sweeper; returns its stop. */
-  startSweeper(ctx: TowerContext): () => void;
+  /** Starts the lease sweeper; its stop resolves once an in-flight sweep has finished. */
+  startSweeper(ctx: TowerContext): () => Promise<void>;
 }
 
 export function meshArea(hooks: MeshHooks = {}): MeshArea {
@@ -113,19 +113,9 @@ export function meshArea(hooks: MeshHooks = {}): MeshArea {
       schema: { querystring: AgentListQuery },
       handler: async (req) => {
         const q = req.query as AgentListQuery;
-        const limit = q.limit ?? 50;
-        const after = decodeCursor(q.cursor);
-        let sel = ctx.store.db
-          .selectFrom('agents')
-          .selectAll()
-          .orderBy('id')
-          .limit(limit + 1);
-        if (after !== null) sel = sel.where('id', '>', after);
+        let sel = ctx.store.db.selectFrom('agents').selectAll();
         if (q.node_id) sel = sel.where('node_id', '=', q.node_id);
-        const domains = listableDomains(req.principal, q.domain_id);
-        if (domains?.length === 0) return { items: [], next_cursor: null };
-        if (domains) sel = sel.where('domain_id', 'in', domains);
-        return page((await sel.execute()).map(agentOf), limit);
+        return listInDomains(sel, req.principal, q, agentOf);
       },
     });
 
@@ -218,20 +208,28 @@ export function meshArea(hooks: MeshHooks = {}): MeshArea {
     startSweeper(ctx) {
       let timer: TimerHandle | null = null;
       let stopped = false;
+      let inFlight: Promise<void> | null = null;
+      const sweepOnce = async () => {
+        try {
+          await service(ctx).sweep();
+        } catch (e) {
+          ctx.log.warn({ err: e }, 'mesh lease sweep failed; retrying');
+        }
+      };
       const tick = () => {
         timer = ctx.clock.setTimeout(async () => {
-          try {
-            await service(ctx).sweep();
-          } catch (e) {
-            ctx.log.warn({ err: e }, 'mesh lease sweep failed; retrying');
-          }
+          inFlight = sweepOnce();
+          await inFlight;
+          inFlight = null;
           if (!stopped) tick();
         }, SWEEP_EVERY_MS);
       };
       tick();
-      return () => {
+      // Stopping waits for a sweep already running, so it never touches a closed store.
+      return async () => {
         stopped = true;
         timer?.cancel();
+        await inFlight;
       };
     },
   };

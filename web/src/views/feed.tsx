@@ -26,7 +26,7 @@ export function FeedView() {
       (!mission.trim() || e.mission_id === mission.trim()),
   );
 
-  const rl = events.find((e) => e.rate_limit)?.rate_limit;
+  const reset = feedStore.reset;
   return (
     <section>
       <h2>
@@ -72,12 +72,14 @@ export function FeedView() {
             Pause
           </button>
         )}
-        {rl && (
-          <span class="muted" data-testid="rate-limit">
-            rate limit {rl.remaining}/{rl.limit}, resets {new Date(rl.reset_at).toLocaleTimeString()}
-          </span>
-        )}
       </div>
+      {reset && (
+        <p role="status" class="warn" data-testid="feed-reset">
+          Some events are gone ({reset.reason}): the tower no longer keeps events after{' '}
+          <span class="mono">{reset.last_event_id}</span> up to <span class="mono">{reset.resume_after}</span>
+          ; the feed continues from there.
+        </p>
+      )}
       {shown.length === 0 && <p class="muted">No events yet.</p>}
       <table data-testid="feed">
         <tbody>

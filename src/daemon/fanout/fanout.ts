@@ -1,0 +1,271 @@
+// svcd's local fan-out (DESIGN §4 Local fan-out): the component that wires the upstream
+// follower, the rate-limit hold, the ring buffer, the local listener and the MQTT input, and
+// assigns every local event its id. mgmt.sock: `fanout.status` (svc system doctor reads it).
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { iso } from '../../lib/clock.js';
+import type { FeedEvent } from '../../protocol/events.js';
+import { loadSvcdConfig } from '../config/config.js';
+import type { Component, DaemonContext } from '../context.js';
+import type { FanoutConfig } from './config-section.js';
+import { RateHold } from './hold.js';
+import { type Entry, FanoutListener, type LocalEvent } from './listener.js';
+import { MqttInput, type MqttMessage } from './mqtt.js';
+import { compareKeys, type EventKey, EventRing, formatEventKey, parseEventKey } from './ring.js';
+import { Upstream } from './upstream.js';
+
+export interface FanoutDeps {
+  /** Config to use instead of reading config.toml (tests). */
+  config?: FanoutConfig;
+  random?: () => number;
+}
+
+/** The upstream feed URL with the configured filters. */
+export function upstreamUrl(
+  baseUrl: string,
+  c: Pick<FanoutConfig, 'types' | 'domains' | 'missions'>,
+): string {
+  const q = new URLSearchParams();
+  for (const t of c.types) q.append('type', t);
+  for (const d of c.domains) q.append('domain_id', d);
+  for (const m of c.missions) q.append('mission_id', m);
+  return `${baseUrl.replace(/\/$/, '')}/events/stream${q.size > 0 ? `?${q}` : ''}`;
+}
+
+/**
+ * Orders and serializes what goes to local consumers. Tower events keep their ids; svcd's own
+ * events take "<last tower id relayed>.<n>" so they sort between tower events (ring.ts).
+ */
+export class LocalSequence {
+  private lastTower = 0n;
+  private localSeq = 0;
+
+  constructor(private readonly now: () => number) {}
+
+  /** A tower event as a ring entry, or null when its id does not move forward (a duplicate). */
+  tower(ev: FeedEvent, newest: EventKey | undefined): Entry | null {
+    const key = parseEventKey(ev.id);
+    if (key?.local !== 0) return null;
+    if (newest && compareKeys(key, newest) <= 0) return null;
+    this.lastTower = key.tower;
+    this.localSeq = 0;
+    const json = JSON.stringify(ev);
+    return {
+      key,
+      id: ev.id,
+      value: {
+        name: 'message',
+        meta: { type: ev.type, domain_id: ev.domain_id, mission_id: ev.mission_id },
+        sse: `id: ${ev.id}\ndata: ${json}\n\n`,
+        json,
+      },
+    };
+  }
+
+  /** An event svcd makes itself: a `matrix` event (SSE name `name`), or a `reset`. */
+  local(name: string, payload: Record<string, unknown>): Entry {
+    this.localSeq++;
+    const key = { tower: this.lastTower, local: this.localSeq };
+    const id = formatEventKey(key);
+    let value: LocalEvent;
+    if (name === 'reset') {
+      const json = JSON.stringify(payload);
+      value = {
+        name,
+        meta: null,
+        sse: `id: ${id}\nevent: reset\ndata: ${json}\n\n`,
+        json: JSON.stringify({ type: 'reset', id, ...payload }),
+      };
+    } else {
+      const ev: FeedEvent = {
+        id,
+        ts: iso(this.now()),
+        type: 'matrix',
+        domain_id: null,
+        mission_id: null,
+        agent_id: null,
+        status: null,
+        payload,
+      };
+      const json = JSON.stringify(ev);
+      value = {
+        name,
+        // matrix-down/-up reach every consumer; MQTT messages are `matrix` events like any other.
+        meta: name === 'message' ? { type: 'matrix', domain_id: null, mission_id: null } : null,
+        sse: `id: ${id}\n${name === 'message' ? '' : `event: ${name}\n`}data: ${json}\n\n`,
+        json,
+      };
+    }
+    return { key, id, value };
+  }
+}
+
+export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Component {
+  const log = ctx.log.child({ component: 'fanout' });
+  let config: FanoutConfig | null = null;
+  let ring: EventRing<LocalEvent> | null = null;
+  let listener: FanoutListener | null = null;
+  let upstream: Upstream | null = null;
+  let hold: RateHold | null = null;
+  let mqttIn: MqttInput | null = null;
+  let tokenFile: string | null = null;
+
+  function status() {
+    if (!config?.enable || !ring || !listener || !upstream || !hold) return { enabled: false };
+    const oldest = ring.oldest();
+    const newest = ring.newest();
+    return {
+      enabled: true,
+      listen: listener.status().address,
+      auth:
+        config.listen.kind === 'tcp' && config.auth === 'token'
+          ? 'token'
+          : config.listen.kind === 'tcp'
+            ? 'none'
+            : 'unix-socket-0600',
+      token_file: tokenFile,
+      consumers: listener.status().consumers,
+      buffer: {
+        size: ring.size,
+        capacity: ring.capacity,
+        oldest_id: oldest?.id ?? null,
+        newest_id: newest?.id ?? null,
+      },
+      upstream: upstream.status(),
+      rate_limit: hold.status(),
+      mqtt: mqttIn?.status() ?? null,
+    };
+  }
+  ctx.mgmt.register('fanout.status', async () => status());
+
+  return {
+    name: 'fanout',
+    async start() {
+      const c = deps.config ?? (await loadSvcdConfig(ctx.paths.configToml)).fanout;
+      config = c;
+      if (!c.enable) return;
+      const r = new EventRing<LocalEvent>(c.bufferEvents);
+      ring = r;
+      const seq = new LocalSequence(() => ctx.clock.now());
+      let token: string | null = null;
+      if (c.listen.kind === 'tcp' && c.auth === 'token') {
+        token = randomBytes(32).toString('base64url');
+        tokenFile = join(ctx.paths.svcdDir, 'fanout.token');
+        // A fresh token each start, readable by this user only (like mgmt.sock's 0600).
+        await writeFile(tokenFile, `${token}\n`, { mode: 0o600 });
+      }
+      const l = new FanoutListener({
+        ring: r,
+        listen:
+          c.listen.kind === 'unix'
+            ? { kind: 'unix', path: c.listen.path ?? join(ctx.paths.svcdDir, 'events.sock') }
+            : c.listen,
+        token,
+        clock: ctx.clock,
+        log,
+      });
+      listener = l;
+      const emit = (e: Entry | null) => {
+        if (!e) return;
+        r.push(e);
+        l.broadcast(e);
+      };
+      const h = new RateHold({
+        clock: ctx.clock,
+        marginMs: c.holdMarginMs,
+        release: (events) => {
+          log.info({ events: events.length }, 'fan-out: rate-limit window reset; relaying held events');
+          for (const ev of events) emit(seq.tower(ev, r.newest()?.key));
+        },
+      });
+      hold = h;
+      const up = new Upstream({
+        url: upstreamUrl(ctx.tower.baseUrl, c),
+        jwt: ctx.identity.jwt,
+        clock: ctx.clock,
+        log,
+        ...(deps.random ? { random: deps.random } : {}),
+        // A full hold stops reading upstream; it resumes by id once the hold is released.
+        ready: () => (h.heldCount >= c.holdMaxEvents ? h.whenReleased() : Promise.resolve()),
+        handlers: {
+          event(ev) {
+            if (h.offer(ev) === 'pass') emit(seq.tower(ev, r.newest()?.key));
+            else if (h.heldCount >= c.holdMaxEvents) up.pause();
+          },
+          reset(info) {
+            emit(
+              seq.local('reset', {
+                reason: `upstream_${info.reason}`,
+                last_event_id: info.last_event_id,
+                resume_after: info.resume_after,
+              }),
+            );
+          },
+          down(info) {
+            emit(
+              seq.local('matrix-down', {
+                event: 'matrix-down',
+                upstream: ctx.tower.baseUrl,
+                status: info.status,
+                error: info.error,
+                retry_in_ms: info.retry_in_ms,
+              }),
+            );
+          },
+          up(info) {
+            emit(
+              seq.local('matrix-up', {
+                event: 'matrix-up',
+                upstream: ctx.tower.baseUrl,
+                down_for_ms: info.down_for_ms,
+                attempts: info.attempts,
+              }),
+            );
+          },
+        },
+      });
+      upstream = up;
+      const address = await l.listen();
+      up.start();
+      if (c.mqtt) {
+        const m = new MqttInput(
+          c.mqtt,
+          `svcd-${ctx.identity.node_id}-${randomBytes(4).toString('hex')}`,
+          log,
+          (msg: MqttMessage) =>
+            emit(
+              seq.local('message', {
+                source: 'mqtt',
+                topic: msg.topic,
+                payload: msg.payload,
+                encoding: msg.encoding,
+                retained: msg.retained,
+              }),
+            ),
+        );
+        mqttIn = m;
+        m.start();
+      }
+      log.info({ listen: address, upstream: ctx.tower.baseUrl }, 'fan-out serving /events');
+    },
+    async stop() {
+      await upstream?.stop();
+      await mqttIn?.stop();
+      hold?.stop();
+      await listener?.close();
+      upstream = null;
+      mqttIn = null;
+    },
+    status() {
+      if (!config?.enable || !listener || !upstream || !hold) return { enabled: false };
+      return {
+        enabled: true,
+        listen: listener.status().address,
+        consumers: listener.status().consumers,
+        upstream: upstream.status().state,
+        holding: hold.holding,
+      };
+    },
+  };
+}

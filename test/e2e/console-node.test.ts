@@ -1,0 +1,161 @@
+// The web console in Debian chromium against a real tower and a real svcd: mesh tasks run by
+// svcd's task worker (submit, live progress, cancel, retry), agent supervision (restart), and a
+// terminal attached in the browser (xterm) through the tower.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { collectPageErrors, haveChromium, launchBrowser, screenshotDir, shot } from '../support/browser.js';
+import { waitFor } from '../support/poll.js';
+import {
+  isolatedEnv,
+  type Proc,
+  run,
+  SVC_BIN,
+  SVCD_BIN,
+  spawnProc,
+  startTowerProc,
+  stopAll,
+  type TowerProc,
+} from '../support/procs.js';
+import { makeTempDir } from '../support/tmp.js';
+
+interface Task {
+  id: string;
+  state: string;
+  attempt: number;
+}
+
+describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)', () => {
+  const tmp = makeTempDir('svc-e2e-console-node-');
+  const env = isolatedEnv(tmp.dir);
+  const home = env.SVC_HOME as string;
+  const shots = screenshotDir();
+  let tower: TowerProc;
+  let svcd: Proc;
+  let cli: NodeJS.ProcessEnv;
+  let admin: string;
+  let domainId: string;
+  let missionId: string;
+  let nodeId: string;
+  let ttyAgent: string;
+  let browser: Browser;
+
+  const svc = async (args: string[]) => {
+    const r = await run(SVC_BIN, args, cli);
+    if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
+    return r.stdout;
+  };
+  const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await fetch(tower.url + path, {
+      method,
+      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    return (await res.json()) as T;
+  };
+  const supervised = async () => {
+    const r = await run(SVC_BIN, ['--json', 'agent', 'supervise', 'list'], cli);
+    if (r.code !== 0) return [];
+    return (JSON.parse(r.stdout) as { items: { id: string; state: string; restarts?: number }[] }).items;
+  };
+
+  async function signedIn(): Promise<Page> {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.goto(tower.url);
+    await page.getByLabel('Token').fill(admin);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: 'Feed' }).waitFor();
+    return page;
+  }
+
+  beforeAll(async () => {
+    for (const d of [home, env.HOME as string, join(home, 'svcd')])
+      mkdirSync(d, { recursive: true, mode: 0o700 });
+    tower = await startTowerProc(env);
+    cli = { ...env, SVC_BASE_URL: tower.url };
+    admin = readFileSync(join(home, 'tower', 'admin.token'), 'utf8').trim();
+    domainId = (JSON.parse(await svc(['--json', 'domain', 'create', 'ops'])) as { id: string }).id;
+    missionId = (
+      JSON.parse(await svc(['--json', 'mission', 'create', 'console', '--domain', domainId])) as {
+        id: string;
+      }
+    ).id;
+    await svc(['agent', 'node', 'register', '--hostname', 'console-node']);
+    const node = JSON.parse(readFileSync(env.SVC_NODE_FILE as string, 'utf8')) as {
+      jwt: string;
+      node_id: string;
+    };
+    nodeId = node.node_id;
+    const enrolled = await fetch(`${tower.url}/agents`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${node.jwt}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ domain_id: domainId, runtime: 'alpha_code', name: 'tty' }),
+    });
+    ttyAgent = ((await enrolled.json()) as { id: string }).id;
+    writeFileSync(
+      join(home, 'svcd', 'agents.toml'),
+      `[[agent]]\nid = "${ttyAgent}"\nruntime = "alpha_code"\nsupervise = true\npty = true\ncommand = ["node", ${JSON.stringify(SVCD_BIN)}, "reference-agent", "--interactive"]\n`,
+    );
+    svcd = spawnProc(SVCD_BIN, ['run', '--backend-url', tower.url, '--log-level', 'warn'], env);
+    await waitFor(
+      'svcd connected with its agent running',
+      async () => {
+        if (svcd.child.exitCode !== null) throw new Error(`svcd exited: ${svcd.stderr()}`);
+        return (await supervised()).some((a) => a.id === ttyAgent && a.state === 'running');
+      },
+      { timeoutMs: 60_000 },
+    );
+    await svc(['--json', 'run', 'alpha_agent_acp', '--domain', domainId, '--max-concurrent', '2']);
+    browser = await launchBrowser();
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await stopAll();
+    tmp.remove();
+  });
+
+  it('submits a task, shows progress while it runs, cancels it, and retries a failed one', async () => {
+    const page = await signedIn();
+    const errors = collectPageErrors(page);
+    await page.getByRole('link', { name: 'Tasks' }).click();
+    await page.getByRole('heading', { name: 'Submit a task' }).waitFor();
+
+    // A failing task: the worker runs it, it fails with its reason, Retry puts it back.
+    await page.getByLabel('Title').fill('fail: on purpose');
+    await page.getByRole('button', { name: 'Submit task' }).click();
+    await page.getByRole('status').getByText('Submitted “fail: on purpose”').waitFor();
+    const failedRow = page.getByTestId('tasks-failed').locator('tr', { hasText: 'fail: on purpose' });
+    await failedRow.getByText('attempt 1/3').waitFor({ timeout: 60_000 });
+    expect(await failedRow.getByTestId('failure-reason').textContent()).toContain('on purpose');
+    await shot(page, shots, 'tasks');
+    await page.getByRole('button', { name: 'Retry fail: on purpose' }).click();
+    await page.getByRole('status').getByText('Retried “fail: on purpose”: now pending.').waitFor();
+    // It runs again and fails again: attempt 2, seen live from the feed.
+    await page
+      .getByTestId('tasks-failed')
+      .locator('tr', { hasText: 'fail: on purpose' })
+      .getByText('attempt 2/3')
+      .waitFor({ timeout: 60_000 });
+
+    // A long task: its progress shows while it runs; Cancel stops it.
+    await page.getByLabel('Title').fill('sleep: 120');
+    await page.getByRole('button', { name: 'Submit task' }).click();
+    const running = page.getByTestId('tasks-running').locator('tr', { hasText: 'sleep: 120' });
+    await running.getByTestId('progress').waitFor({ timeout: 60_000 });
+    await shot(page, shots, 'tasks-running');
+    await page.getByRole('button', { name: 'Cancel sleep: 120' }).click();
+    await page.getByRole('status').getByText('Cancelled “sleep: 120”: now cancelled.').waitFor();
+    await page.getByTestId('tasks-cancelled').getByText('sleep: 120').waitFor();
+
+    // An API refusal shows its detail: an empty title is a 400 naming the field.
+    await page.getByLabel('Title').fill('');
+    await page.getByRole('button', { name: 'Submit task' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/title/);
+
+    const tasks = await api<{ items: Task[] }>('GET', `/work/missions/${missionId}/tasks`);
+    expect(tasks.items.map((t) => t.state).sort()).toEqual(['cancelled', 'failed']);
+    expect(errors.filter((e) => !e.includes('400'))).toEqual([]);
+    await page.close();
+  }, 180_000);
+});
