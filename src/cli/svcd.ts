@@ -3,6 +3,7 @@
 import { Command } from 'commander';
 import { registerGetSecret } from './commands/get-secret.js';
 import { registerReferenceAgent } from './commands/reference-agent.js';
+import { registerSvcdMcp } from './commands/svcd-mcp.js';
 import { registerSvcdRun } from './commands/svcd-run.js';
 import type { CliIO } from './io.js';
 import { processIO, runProgram } from './run.js';
@@ -15,6 +16,7 @@ export function buildSvcd(io: CliIO): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   registerSvcdRun(program, io);
+  registerSvcdMcp(program, io);
   registerGetSecret(program, io);
   registerReferenceAgent(program, io);
   for (const c of program.commands) c.exitOverride();

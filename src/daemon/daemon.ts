@@ -10,6 +10,7 @@ import { createAttachGateway } from './attach/gateway.js';
 import type { Component, DaemonContext } from './context.js';
 import { createCron } from './cron/cron.js';
 import { createFanout } from './fanout/fanout.js';
+import { createMcpBridge } from './mcp/bridge.js';
 import { MgmtServer } from './mgmt/server.js';
 import { daemonPaths } from './paths.js';
 import { createSecretsBroker, SessionRegistry } from './secrets/index.js';
@@ -17,6 +18,7 @@ import { openStateStore } from './state/store.js';
 import { createSupervisor, type Supervisor } from './supervisor/supervisor.js';
 import { createTowerApi } from './tower-client/api.js';
 import { createControlChannel } from './tower-client/control.js';
+import { serveNodeRequests } from './tower-client/node-requests.js';
 import { createOutbox } from './tower-client/outbox.js';
 import { createWorker } from './worker/worker.js';
 
@@ -28,7 +30,7 @@ export interface DaemonOptions {
   log: Logger;
   version: string;
   clock?: Clock;
-  /** Path of a Wasm validation module (--booster-wasm), used by validate/. */
+  /** Path of a Wasm validation module (--booster-wasm), run before every MCP tool call. */
   boosterWasm?: string;
 }
 
@@ -60,6 +62,8 @@ const COMPONENTS: ComponentFactory[] = [
   (ctx) => createAttachGateway(ctx, supervisorOf(ctx)),
   // Local /events relay of the tower feed (+ MQTT); independent of the rest.
   (ctx) => createFanout(ctx),
+  // mcp.call / mcp.tools: schema pack + Wasm booster before the tower's /mcp/call.
+  (ctx, opts) => createMcpBridge(ctx, { boosterWasm: opts.boosterWasm }),
 ];
 
 export interface Daemon {
@@ -102,6 +106,8 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     shutdown: shutdown.signal,
   };
   const components: Component[] = [outbox, control, ...COMPONENTS.map((make) => make(ctx, opts))];
+  // The tower's node.request (console actions) runs mgmt.sock methods in-process.
+  serveNodeRequests(control, (m, p, signal) => mgmt.invoke(m, p, signal), log, shutdown.signal);
   const startedAt = clock.now();
 
   mgmt.register('daemon.status', async () => ({

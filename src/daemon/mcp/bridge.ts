@@ -1,0 +1,118 @@
+// The MCP bridge of svcd: mgmt.sock `mcp.call` (validate, then forward to the tower's
+// /mcp/call with the node JWT) and `mcp.tools` (the tools and the argument schemas in force),
+// which `svcd mcp` serves to agents over stdio. Deciding is validate/'s; this is the shell.
+import { SvcError } from '../../protocol/errors.js';
+import { MCP_TOOLS, type McpToolName } from '../../protocol/mcp-tools.js';
+import { McpCall } from '../../protocol/mesh.js';
+import type { Component, DaemonContext } from '../context.js';
+import { type Booster, embeddedBooster, loadBooster } from '../validate/booster.js';
+import { createToolCallValidation, type ToolCallValidation } from '../validate/pipeline.js';
+import { type LoadedSchemaPack, loadSchemaPack } from '../validate/schema-pack.js';
+
+export interface McpToolDescription {
+  name: McpToolName;
+  description: string;
+  /** JSON Schema of `args` (always an object schema, as MCP requires). */
+  input_schema: Record<string, unknown>;
+}
+
+export interface McpToolsReply {
+  tools: McpToolDescription[];
+  schema_pack: string;
+  booster: string;
+}
+
+/** `answered_by: "booster"` when the booster short-circuited (no HTTP call was made). */
+export interface McpCallReply {
+  result: unknown;
+  answered_by: 'tower' | 'booster';
+}
+
+/** What a short-circuited call answers: success, with no tower result. */
+export const BOOSTER_ANSWER = { ok: true } as const;
+
+export function createMcpBridge(ctx: DaemonContext, opts: { boosterWasm?: string | undefined }): Component {
+  const log = ctx.log.child({ component: 'validate' });
+  let loaded: LoadedSchemaPack | null = null;
+  let booster: Booster | null = null;
+  let validation: ToolCallValidation | null = null;
+  let calls = 0;
+  let answered = 0;
+
+  const ready = () => {
+    if (!validation || !loaded || !booster)
+      throw new SvcError('unavailable', 'svcd is still starting; retry');
+    return { validation, loaded, booster };
+  };
+
+  ctx.mgmt.register(
+    'mcp.call',
+    async (params): Promise<McpCallReply> => {
+      const { tool, args } = params as McpCall;
+      const v = ready().validation;
+      calls++;
+      if ((await v.check(tool, args)) === 'answer') {
+        answered++;
+        return { result: BOOSTER_ANSWER, answered_by: 'booster' };
+      }
+      const reply = await ctx.tower.request<{ result: unknown }>('POST', '/mcp/call', { tool, args });
+      return { result: reply.result, answered_by: 'tower' };
+    },
+    McpCall,
+  );
+
+  ctx.mgmt.register('mcp.tools', async (): Promise<McpToolsReply> => {
+    const r = ready();
+    const schemas = r.loaded.pack.pack.tools;
+    return {
+      tools: (Object.keys(MCP_TOOLS) as McpToolName[]).map((name) => ({
+        name,
+        description: MCP_TOOLS[name].description,
+        input_schema: objectSchema(schemas[name]),
+      })),
+      schema_pack: r.loaded.pack.source,
+      booster: r.booster.source,
+    };
+  });
+
+  return {
+    name: 'mcp',
+    async start() {
+      loaded = await loadSchemaPack(ctx.env.SVC_SCHEMA_PACK_FILE || undefined, log);
+      booster = opts.boosterWasm
+        ? await loadBooster(opts.boosterWasm, { clock: ctx.clock })
+        : embeddedBooster();
+      if (booster.loadError)
+        log.error({ error: booster.loadError }, 'booster cannot run; every MCP call is refused');
+      const b = booster;
+      validation = createToolCallValidation({
+        pack: loaded.pack,
+        booster: b,
+        emit: (event) => {
+          ctx.events
+            .publish(event)
+            .catch((e: unknown) => log.warn({ err: e }, 'validation telemetry not recorded'));
+        },
+        micros: () => performance.now() * 1000,
+      });
+    },
+    async stop() {
+      validation = null;
+      await booster?.close();
+    },
+    status: () => ({
+      schema_pack: { source: loaded?.pack.source ?? null, error: loaded?.error ?? null },
+      booster: { source: booster?.source ?? null, error: booster?.loadError ?? null },
+      calls,
+      answered_by_booster: answered,
+    }),
+  };
+}
+
+/** MCP lists input schemas as JSON objects of type "object"; a pack may give `true` or omit type. */
+function objectSchema(schema: object | boolean): Record<string, unknown> {
+  if (typeof schema === 'boolean') return { type: 'object' };
+  // JSON round trip: TypeBox schemas carry symbol keys that are not part of the wire shape.
+  const s = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
+  return s.type === 'object' ? s : { type: 'object', ...s };
+}
