@@ -73,6 +73,11 @@ export function NodesView() {
                       <td>{a.runtime}</td>
                       <td>{a.status}</td>
                       <td class="muted mono">{a.id}</td>
+                      <td>
+                        <a href={`#/attach/${encodeURIComponent(a.id)}`} aria-label={`Terminal of ${a.name}`}>
+                          Terminal
+                        </a>
+                      </td>
                     </tr>
                   ))}
               </tbody>
