@@ -241,7 +241,7 @@ try {
     ),
   ];
   const svcdN = r.rows.find((x) => x.name === 'svcd' && x.agents === AGENTS);
-  const pm2N = r.rows.find((x) => x.name !== 'svcd' && x.agents === AGENTS);
+  const pm2N = r.rows.find((x) => x.name.startsWith('pm2') && x.agents === AGENTS);
   const verdict = [
     `svcd with ${AGENTS} agents: RSS ${f1(svcdN.rssMedian)} MiB (target < ${TARGET_RSS_MIB}: ${svcdN.rssMax < TARGET_RSS_MIB ? 'met' : 'NOT met'}), ` +
       `CPU ${f3(svcdN.cpuPct)} % (target < ${TARGET_CPU_PCT}: ${svcdN.cpuPct < TARGET_CPU_PCT ? 'met' : 'NOT met'}); ` +
