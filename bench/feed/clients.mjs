@@ -1,6 +1,11 @@
 // Subscribers of bench/feed, in their own process: N SSE streams on the tower or N socket.io
 // clients, each event's publish→receive latency taken from the publisher's timestamp in the
 // payload (same machine, so wall clocks agree). Driven over IPC by index.mjs.
+// The first SAMPLED subscribers are full clients (every event parsed; socket.io-client for
+// socket.io). The others only count events in the bytes their transport hands them (SSE:
+// `data:` lines; WebSocket: frames, engine.io `42` event packets for socket.io), so the
+// subscribers' process, which shares the machine with the server, measures the server rather
+// than itself; both peers' counting readers do the same minimal work.
 import http from 'node:http';
 import { io } from 'socket.io-client';
 import WebSocket from 'ws';
@@ -23,6 +28,29 @@ function onEvent(i, t) {
   if (i < SAMPLED) samples.push(at - t);
 }
 
+function counted(n) {
+  if (n === 0) return;
+  delivered += n;
+  lastAt = now();
+}
+
+const MARKER = Buffer.from('\ndata: ');
+/** Counts SSE messages (`data:` lines) in a byte stream without decoding it. */
+function sseCounter() {
+  let tail = Buffer.alloc(0);
+  return (chunk) => {
+    let n = 0;
+    if (tail.length > 0) {
+      // A marker split across two reads.
+      const joint = Buffer.concat([tail, chunk.subarray(0, MARKER.length - 1)]);
+      if (joint.indexOf(MARKER) >= 0) n++;
+    }
+    for (let at = chunk.indexOf(MARKER); at >= 0; at = chunk.indexOf(MARKER, at + MARKER.length)) n++;
+    tail = chunk.subarray(Math.max(0, chunk.length - (MARKER.length - 1)));
+    return n;
+  };
+}
+
 function openSse(i) {
   return new Promise((resolve, reject) => {
     const req = http.get(
@@ -30,6 +58,12 @@ function openSse(i) {
       { agent: false, headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } },
       (res) => {
         if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}`));
+        closers.push(() => req.destroy());
+        if (i >= SAMPLED) {
+          const count = sseCounter();
+          res.on('data', (chunk) => counted(count(chunk)));
+          return resolve();
+        }
         res.setEncoding('utf8');
         let buf = '';
         res.on('data', (chunk) => {
@@ -44,7 +78,6 @@ function openSse(i) {
           }
           buf = buf.slice(at);
         });
-        closers.push(() => req.destroy());
         resolve();
       },
     );
@@ -58,14 +91,36 @@ function openWs(i) {
       headers: { authorization: `Bearer ${token}` },
       perMessageDeflate: false,
     });
-    ws.on('message', (data) => onEvent(i, JSON.parse(data).payload.t));
+    if (i < SAMPLED) ws.on('message', (data) => onEvent(i, JSON.parse(data).payload.t));
+    else ws.on('message', () => counted(1));
     ws.once('open', resolve);
     ws.once('error', reject);
     closers.push(() => ws.terminate());
   });
 }
 
+/** A counting socket.io reader: engine.io 4 over a plain WebSocket (open, ping/pong, events). */
+function openSocketIoCounter() {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/socket.io/?EIO=4&transport=websocket`, {
+      perMessageDeflate: false,
+    });
+    ws.on('message', (data) => {
+      // Engine.io packet types: 0 open, 2 ping, 4 message; socket.io 0 connect, 2 event.
+      const a = data[0];
+      const b = data[1];
+      if (a === 0x34 && b === 0x32) counted(1);
+      else if (a === 0x32) ws.send('3');
+      else if (a === 0x30) ws.send('40');
+      else if (a === 0x34 && b === 0x30) resolve();
+    });
+    ws.once('error', reject);
+    closers.push(() => ws.terminate());
+  });
+}
+
 function openSocketIo(i) {
+  if (i >= SAMPLED) return openSocketIoCounter();
   return new Promise((resolve, reject) => {
     const s = io(url, { transports: ['websocket'], forceNew: true, reconnection: false });
     s.on('event', (ev) => onEvent(i, ev.payload.t));

@@ -52,6 +52,12 @@ function rssKiB(pid) {
   return Number(m?.[1] ?? Number.NaN);
 }
 
+/** CPU time (user + system) a process has used, in ms. */
+function cpuMs(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // clock ticks of 10 ms
+}
+
 function startServer(args, env = {}) {
   const child = spawn(process.execPath, args, {
     env: { ...process.env, ...env },
@@ -213,6 +219,7 @@ async function measure(name, n) {
   const rows = [];
   for (const rate of ratesFor(n)) {
     await c.ask('reset');
+    const cpu0 = [cpuMs(p.pid), cpuMs(c.child.pid)];
     const { sent, start } = await publishAt(p, rate);
     const failed = await p.settle();
     const expected = (sent - failed) * n;
@@ -230,6 +237,8 @@ async function measure(name, n) {
       await sleep(200);
     }
     const span = (s.lastAt - start) / 1000;
+    const wall = (now() - start) / 1000;
+    const cpu = [cpuMs(p.pid) - cpu0[0], cpuMs(c.child.pid) - cpu0[1]];
     rows.push({
       peer: name,
       n,
@@ -241,6 +250,10 @@ async function measure(name, n) {
       perSec: span > 0 ? Math.round(s.delivered / span) : 0,
       p50: s.p50,
       p99: s.p99,
+      // Share of one core over the step, and the server's CPU per delivered event.
+      serverCpu: (100 * cpu[0]) / 1000 / wall,
+      clientCpu: (100 * cpu[1]) / 1000 / wall,
+      serverUsPerDelivery: s.delivered ? (cpu[0] * 1000) / s.delivered : Number.NaN,
     });
     console.log(JSON.stringify(rows.at(-1)));
   }
@@ -306,6 +319,9 @@ for (const n of SIZES) {
         perSec: Math.round(med(at.map((x) => x.perSec))),
         p50: med(at.map((x) => x.p50)),
         p99: med(at.map((x) => x.p99)),
+        serverCpu: med(at.map((x) => x.serverCpu ?? Number.NaN)),
+        clientCpu: med(at.map((x) => x.clientCpu ?? Number.NaN)),
+        serverUsPerDelivery: med(at.map((x) => x.serverUsPerDelivery ?? Number.NaN)),
       };
     });
     const mem = {
@@ -322,12 +338,12 @@ for (const n of SIZES) {
 
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
 const table = [
-  '| peer | subscribers | publish rate (events/s) | delivered / expected | delivered events/s | p50 ms | p99 ms |',
-  '|---|---:|---:|---:|---:|---:|---:|',
+  '| peer | subscribers | publish rate (events/s) | delivered / expected | delivered events/s | p50 ms | p99 ms | server CPU % | subscribers CPU % | server CPU µs per delivery |',
+  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ...results.flatMap((r) =>
     r.rows.map(
       (x) =>
-        `| ${x.peer} | ${x.n} | ${x.rate} | ${x.delivered} / ${x.expected}${x.failed ? ` (${x.failed} publish failures)` : ''} | ${x.perSec} | ${fmt(x.p50)} | ${fmt(x.p99)} |`,
+        `| ${x.peer} | ${x.n} | ${x.rate} | ${x.delivered} / ${x.expected}${x.failed ? ` (${x.failed} publish failures)` : ''} | ${x.perSec} | ${fmt(x.p50)} | ${fmt(x.p99)} | ${fmt(x.serverCpu)} | ${fmt(x.clientCpu)} | ${fmt(x.serverUsPerDelivery)} |`,
     ),
   ),
 ];

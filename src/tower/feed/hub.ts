@@ -204,7 +204,7 @@ export class FeedHub {
       for (;;) {
         const page = await this.page(cursor, PAGE);
         for (const ev of page) {
-          if (!sub.open || !this.send(sub, ev)) return subscription;
+          if (!sub.open || !this.send(sub, ev, BigInt(ev.id))) return subscription;
           if (sink.busy?.()) await sink.drained?.();
         }
         if (page.length < PAGE) break;
@@ -214,7 +214,8 @@ export class FeedHub {
       // events keep queueing until the queue is empty, so order holds.
       while (sub.open && sub.queued.length > 0) {
         const ev = sub.queued.shift() as FeedEvent;
-        if (BigInt(ev.id) > sub.lastSent && !this.send(sub, ev)) break;
+        const id = BigInt(ev.id);
+        if (id > sub.lastSent && !this.send(sub, ev, id)) break;
         if (sink.busy?.()) await sink.drained?.();
       }
       sub.replaying = false;
@@ -243,8 +244,8 @@ export class FeedHub {
     return true;
   }
 
-  private send(sub: Sub, ev: FeedEvent): boolean {
-    const id = BigInt(ev.id);
+  /** `id` is `ev.id` parsed once by the caller (fan-out sends one event to every stream). */
+  private send(sub: Sub, ev: FeedEvent, id: bigint): boolean {
     if (id <= sub.lastSent) return true;
     sub.lastSent = id;
     if (!FeedHub.matches(sub.principal, sub.filter, ev)) return true;
@@ -261,18 +262,22 @@ export class FeedHub {
       n += page.length;
       if (page.length === 0) return n;
       for (const ev of page) {
-        this.head = BigInt(ev.id);
+        const id = BigInt(ev.id);
+        this.head = id;
         for (const sub of this.subs) {
           if (!sub.open) continue;
           if (sub.replaying) {
             if (sub.queued.length >= MAX_QUEUED) this.end(sub, 'overflow');
             else sub.queued.push(ev);
           } else {
-            this.send(sub, ev);
+            this.send(sub, ev, id);
           }
         }
       }
       if (page.length < PAGE) return n;
+      // Let the streams write this page before the next one is read: what one stream holds
+      // unsent grows by at most a page per pass (the backpressure bound on /metrics).
+      await new Promise((r) => setImmediate(r));
     }
   }
 

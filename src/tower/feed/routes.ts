@@ -6,11 +6,13 @@ import websocket from '@fastify/websocket';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
+import { TOWER_MAX_FRAME_BYTES } from '../../protocol/attach.js';
 import { SvcError } from '../../protocol/errors.js';
-import { type EventType, EventTypeSchema, type FeedEvent } from '../../protocol/events.js';
+import { type EventType, EventTypeSchema } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
+import { FrameCache } from './frames.js';
 import type { FeedFilter, FeedHub, ResetInfo, Subscription } from './hub.js';
 import { FeedStats } from './stats.js';
 import { StreamWatch } from './stream-watch.js';
@@ -86,43 +88,29 @@ function headerOf(req: FastifyRequest): string {
   return req.headers.authorization ?? (t ? `Bearer ${t}` : '');
 }
 
-/**
- * The hub hands every subscriber the same event object: it is serialized once, and each
- * subscriber's own `rate_limit` block is spliced in before the closing brace (fan-out to
- * thousands of streams would otherwise stringify every event thousands of times).
- */
-const serialized = new WeakMap<FeedEvent, string>();
-
 /** The principal's rate_limit block as JSON, or null when limits are off. */
 function rateLimitJson(ctx: TowerContext, principal: Principal): string | null {
   const block = ctx.rateLimiter.block(principal.id, ctx.clock.now());
   return block ? JSON.stringify(block) : null;
 }
 
-/** The event as JSON with `block` (rateLimitJson) as its rate_limit field. */
-function eventJson(ev: FeedEvent, block: string | null): string {
-  let json = serialized.get(ev);
-  if (json === undefined) {
-    json = JSON.stringify(ev);
-    serialized.set(ev, json);
-  }
-  return block ? `${json.slice(0, -1)},"rate_limit":${block}}` : json;
-}
-
-function withRateLimit(ctx: TowerContext, principal: Principal, ev: FeedEvent): string {
-  return eventJson(ev, rateLimitJson(ctx, principal));
-}
-
 export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
   const { hub } = opts;
   const stats = opts.stats ?? new FeedStats();
   return async (app: FastifyInstance, ctx: TowerContext) => {
+    // The hub hands every stream the same event objects: their wire bytes are made once.
+    const frames = new FrameCache({
+      now: () => ctx.clock.now(),
+      blockOf: (principal) => rateLimitJson(ctx, principal),
+    });
     // Every open stream listens for shutdown: thousands of listeners are expected, not a leak.
     setMaxListeners(0, ctx.shutdown);
     const watch = new StreamWatch({ auth: ctx.auth, clock: ctx.clock, log: ctx.log });
     app.addHook('onClose', async () => watch.stop());
+    // This registration serves every WebSocket route of the tower (feed, node control channel,
+    // attach): attach senders split terminal bytes to fit (protocol/attach.ts).
     await app.register(websocket, {
-      options: { perMessageDeflate: opts.wsCompression ?? false, maxPayload: 64 * 1024 },
+      options: { perMessageDeflate: opts.wsCompression ?? false, maxPayload: TOWER_MAX_FRAME_BYTES },
     });
 
     app.get('/events/stream', {
@@ -144,21 +132,23 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         let sub: Subscription | null = null;
         let closed = false;
         // The hub delivers a page of events to every stream in one synchronous pass: the
-        // stream collects that pass into one string and writes it once (one syscall per page,
-        // not per event), with its rate_limit block computed once per page.
-        let pending = '';
+        // stream collects that pass's frames and writes them once (one syscall per page, not
+        // per event), with its rate_limit block taken once per page.
+        let pending: string[] = [];
+        let pendingLength = 0;
         let block: string | null = null;
         const flush = () => {
-          if (!closed && pending && !res.destroyed) {
-            res.write(pending);
+          if (!closed && pending.length > 0 && !res.destroyed) {
+            res.write(frames.bytes(pending));
             stats.observe(res.writableLength);
           }
-          pending = '';
+          pending = [];
+          pendingLength = 0;
           block = null;
         };
         res.on(
           'close',
-          stats.track(() => res.writableLength + pending.length),
+          stats.track(() => res.writableLength + pendingLength),
         );
         const finish = (comment: string | null) => {
           if (closed) return;
@@ -180,18 +170,20 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         sub = await hub.subscribe(principal, filterOf(q), after, {
           deliver(ev) {
             if (closed) return true;
-            if (!pending) {
+            if (pending.length === 0) {
               process.nextTick(flush);
-              block = rateLimitJson(ctx, principal);
+              block = frames.block(principal);
             }
-            pending += `id: ${ev.id}\ndata: ${eventJson(ev, block)}\n\n`;
+            const frame = frames.sseFrame(ev, block);
+            pending.push(frame);
+            pendingLength += frame.length;
             // Only what earlier passes left unsent counts: a reading consumer's socket takes
             // each pass at once, so a burst larger than the limit does not cut it off, while
             // one that stopped reading passes the limit within a pass or two (memory stays
             // bounded by the limit plus one pass).
             return res.writableLength <= STREAM_BUFFER_LIMIT;
           },
-          busy: () => !closed && res.writableLength + pending.length > REPLAY_SOFT_LIMIT,
+          busy: () => !closed && res.writableLength + pendingLength > REPLAY_SOFT_LIMIT,
           drained: () => {
             // Hand what the replay collected to the response; past the soft limit that write
             // returned false, so 'drain' will come.
@@ -301,7 +293,7 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
               raw?.cork();
               process.nextTick(uncork);
             }
-            socket.send(withRateLimit(ctx, principal, ev), afterSend);
+            socket.send(frames.wsFrame(ev, frames.block(principal)), { binary: false }, afterSend);
             // As for SSE: only what earlier passes left unsent counts against the limit.
             return unsentBefore <= STREAM_BUFFER_LIMIT;
           },

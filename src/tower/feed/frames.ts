@@ -1,0 +1,96 @@
+// The bytes of feed events on the wire, shared by every stream of a fan-out pass. Fan-out to
+// thousands of streams costs per stream, not per byte: so each event is serialized once, each
+// principal's rate_limit block is computed once per millisecond, and streams that receive the
+// same frames in a pass write the very same Buffer (no per-stream concatenation, encoding or
+// garbage). It never decides who gets what (feed/hub.ts does).
+import type { FeedEvent } from '../../protocol/events.js';
+import type { Principal } from '../auth/principal.js';
+
+export class FrameCache {
+  private blocks = new Map<string, string | null>();
+  private blocksAt = Number.NaN;
+  private readonly json = new WeakMap<FeedEvent, string>();
+  private readonly sse = new WeakMap<FeedEvent, Map<string, string>>();
+  private readonly ws = new WeakMap<FeedEvent, Map<string, Buffer>>();
+  private last: { parts: string[]; bytes: Buffer } | null = null;
+
+  constructor(
+    private readonly deps: {
+      now(): number;
+      /** The principal's rate_limit block as JSON, or null when limits are off. */
+      blockOf(principal: Principal): string | null;
+    },
+  ) {}
+
+  /** The principal's rate_limit block, computed at most once per millisecond. */
+  block(principal: Principal): string | null {
+    const now = this.deps.now();
+    if (now !== this.blocksAt) {
+      this.blocks.clear();
+      this.blocksAt = now;
+    }
+    let b = this.blocks.get(principal.id);
+    if (b === undefined) {
+      b = this.deps.blockOf(principal);
+      this.blocks.set(principal.id, b);
+    }
+    return b;
+  }
+
+  /** The event as JSON with `block` spliced in as its rate_limit field. */
+  eventJson(ev: FeedEvent, block: string | null): string {
+    let json = this.json.get(ev);
+    if (json === undefined) {
+      json = JSON.stringify(ev);
+      this.json.set(ev, json);
+    }
+    return block ? `${json.slice(0, -1)},"rate_limit":${block}}` : json;
+  }
+
+  /** One SSE message (`id:` and `data:` lines); the same string for every stream with `block`. */
+  sseFrame(ev: FeedEvent, block: string | null): string {
+    let byBlock = this.sse.get(ev);
+    if (!byBlock) {
+      byBlock = new Map();
+      this.sse.set(ev, byBlock);
+    }
+    const key = block ?? '';
+    let frame = byBlock.get(key);
+    if (frame === undefined) {
+      frame = `id: ${ev.id}\ndata: ${this.eventJson(ev, block)}\n\n`;
+      byBlock.set(key, frame);
+    }
+    return frame;
+  }
+
+  /** One WebSocket text message as bytes; the same Buffer for every stream with `block`. */
+  wsFrame(ev: FeedEvent, block: string | null): Buffer {
+    let byBlock = this.ws.get(ev);
+    if (!byBlock) {
+      byBlock = new Map();
+      this.ws.set(ev, byBlock);
+    }
+    const key = block ?? '';
+    let frame = byBlock.get(key);
+    if (frame === undefined) {
+      frame = Buffer.from(this.eventJson(ev, block), 'utf8');
+      byBlock.set(key, frame);
+    }
+    return frame;
+  }
+
+  /**
+   * A stream's SSE frames of one pass as bytes. Streams are flushed one after another, so
+   * when this stream got the same frames (the same strings) as the one before, it gets the
+   * same Buffer.
+   */
+  bytes(parts: string[]): Buffer {
+    const last = this.last;
+    if (last && last.parts.length === parts.length && last.parts.every((p, i) => p === parts[i])) {
+      return last.bytes;
+    }
+    const bytes = Buffer.from(parts.length === 1 ? (parts[0] as string) : parts.join(''), 'utf8');
+    this.last = { parts, bytes };
+    return bytes;
+  }
+}
