@@ -18,6 +18,7 @@ import { openStateStore } from './state/store.js';
 import { createSupervisor, type Supervisor } from './supervisor/supervisor.js';
 import { createTowerApi } from './tower-client/api.js';
 import { createControlChannel } from './tower-client/control.js';
+import { serveNodeRequests } from './tower-client/node-requests.js';
 import { createOutbox } from './tower-client/outbox.js';
 import { createWorker } from './worker/worker.js';
 
@@ -105,6 +106,8 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     shutdown: shutdown.signal,
   };
   const components: Component[] = [outbox, control, ...COMPONENTS.map((make) => make(ctx, opts))];
+  // The tower's node.request (console actions) runs mgmt.sock methods in-process.
+  serveNodeRequests(control, (m, p, signal) => mgmt.invoke(m, p, signal), log, shutdown.signal);
   const startedAt = clock.now();
 
   mgmt.register('daemon.status', async () => ({

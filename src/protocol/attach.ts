@@ -30,6 +30,23 @@ export const FLOW_HIGH_BYTES = 1024 * 1024;
 export const FLOW_LOW_BYTES = 256 * 1024;
 export const FLOW_LAG_CAP_BYTES = 4 * 1024 * 1024;
 
+/**
+ * The tower accepts WebSocket frames up to TOWER_MAX_FRAME_BYTES (on every WebSocket route: a
+ * bigger frame closes the socket with 1009). Senders of terminal bytes (the node, `svc attach`)
+ * split what they send into binary frames of at most ATTACH_FRAME_BYTES; terminal bytes are a
+ * stream, so a split (even inside a UTF-8 sequence or an escape) changes nothing for the reader.
+ */
+export const TOWER_MAX_FRAME_BYTES = 64 * 1024;
+export const ATTACH_FRAME_BYTES = 32 * 1024;
+
+/** Splits terminal bytes into frames of at most `max` bytes (views, no copy). */
+export function splitFrames(data: Buffer, max = ATTACH_FRAME_BYTES): Buffer[] {
+  if (data.length <= max) return [data];
+  const out: Buffer[] = [];
+  for (let i = 0; i < data.length; i += max) out.push(data.subarray(i, i + max));
+  return out;
+}
+
 /** Terminal size limits (larger values are clamped). */
 export const MAX_COLS = 1000;
 export const MAX_ROWS = 500;

@@ -72,5 +72,31 @@ export const AgentStatusMsg = Type.Object({
 });
 export type AgentStatusMsg = Static<typeof AgentStatusMsg>;
 
-export type TowerToNode = Welcome | TaskReady | TaskCancelled | AttachOpen;
-export type NodeToTower = Hello | AgentStatusMsg;
+/**
+ * tower → node: a request on behalf of an operator (the console's node actions). The node
+ * answers with one node.response carrying the same request_id. Only these methods exist; a
+ * node runs each as the mgmt.sock method of the same name (node.status = agent.list + cron.list).
+ */
+export const NODE_REQUEST_METHODS = ['node.status', 'agent.restart', 'agent.pause', 'agent.resume'] as const;
+export type NodeRequestMethod = (typeof NODE_REQUEST_METHODS)[number];
+/** How long the tower waits for node.response before answering 504-like `unavailable`. */
+export const NODE_REQUEST_TIMEOUT_MS = 10_000;
+
+export interface NodeRequest {
+  type: 'node.request';
+  request_id: string;
+  method: NodeRequestMethod;
+  params: Record<string, unknown>;
+}
+
+/** node → tower: the answer to one node.request; exactly one of result and error. */
+export const NodeResponse = Type.Object({
+  type: Type.Literal('node.response'),
+  request_id: Type.String({ minLength: 1, maxLength: 100 }),
+  result: Type.Optional(Type.Unknown()),
+  error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() })),
+});
+export type NodeResponse = Static<typeof NodeResponse>;
+
+export type TowerToNode = Welcome | TaskReady | TaskCancelled | AttachOpen | NodeRequest;
+export type NodeToTower = Hello | AgentStatusMsg | NodeResponse;

@@ -38,3 +38,11 @@ export interface NodeIdentity {
   backend_url: string;
   jwt: string;
 }
+
+/** POST /nodes/{node}/agents/{agent}/actions: what to do with a supervised agent. */
+export const NODE_AGENT_ACTIONS = ['restart', 'pause', 'resume'] as const;
+export const NodeAgentAction = Type.Object(
+  { action: Type.Union(NODE_AGENT_ACTIONS.map((a) => Type.Literal(a))) },
+  { additionalProperties: false },
+);
+export type NodeAgentAction = Static<typeof NodeAgentAction>;

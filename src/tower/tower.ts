@@ -27,6 +27,7 @@ import { createMetrics } from './http/metrics.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { meshArea } from './mesh/routes.js';
 import { ControlHub, controlRoutes } from './nodes/control-hub.js';
+import { nodeRequestRoutes } from './nodes/routes.js';
 import { nodesForTask } from './nodes/task-ready.js';
 import { recordRoutes } from './records/routes.js';
 import { type AgentLookup, agentsTableLookup } from './secrets/agents.js';
@@ -102,7 +103,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       cacheMs: opts.authCacheMs,
     });
     const shutdown = new AbortController();
-    const nodes = new ControlHub();
+    const nodes = new ControlHub(clock);
     const ctx: TowerContext = {
       nodes,
       clock,
@@ -173,6 +174,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       approvalRoutes({ agents: opts.agentLookup ?? agentsTableLookup }),
       mesh.plugin,
       controlRoutes(nodes),
+      nodeRequestRoutes(nodes, opts.agentLookup ? { agents: opts.agentLookup } : {}),
       attachRoutes({
         ...(opts.attachOrigins ? { allowedOrigins: opts.attachOrigins } : {}),
         ...(opts.agentLookup ? { agents: opts.agentLookup } : {}),

@@ -8,6 +8,7 @@ import { DomainsView } from './views/domains.js';
 import { FeedView } from './views/feed.js';
 import { NodesView } from './views/nodes.js';
 import { TasksView } from './views/tasks.js';
+import { TerminalView } from './views/terminal.js';
 
 export interface Route {
   view: string;
@@ -81,6 +82,8 @@ export function App() {
           <TasksView mission={route.arg} />
         ) : route.view === 'approvals' ? (
           <ApprovalsView />
+        ) : route.view === 'attach' && route.arg ? (
+          <TerminalView agent={route.arg} />
         ) : route.view === 'nodes' ? (
           <NodesView />
         ) : (

@@ -3,7 +3,7 @@
 // socket is paused while stdout is full), a resize on every SIGWINCH. The local terminal is
 // restored on every way out: detach, agent exit, error, closed socket, SIGTERM/SIGHUP.
 import type WebSocket from 'ws';
-import { parseServerFrame } from '../../protocol/attach.js';
+import { parseServerFrame, splitFrames } from '../../protocol/attach.js';
 import { isErrorCode, SvcError } from '../../protocol/errors.js';
 import { DetachKey } from './detach-key.js';
 
@@ -108,8 +108,9 @@ export function runAttach(
     if (raw) stdin.setRawMode(true);
     const onInput = (chunk: Buffer) => {
       const { forward, detach } = detachKey.feed(chunk);
+      // A paste can be bigger than one frame the tower accepts.
       if (forward.length > 0 && !opts.readOnly && ws.readyState === ws.OPEN)
-        ws.send(forward, { binary: true });
+        for (const f of splitFrames(forward)) ws.send(f, { binary: true });
       if (detach) finish({ ok: { how: 'detached' } });
     };
     stdin.on('data', onInput);

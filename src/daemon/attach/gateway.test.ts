@@ -9,7 +9,13 @@ import WebSocket, { WebSocketServer } from 'ws';
 import type { fakeControl } from '../../../test/support/control.js';
 import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/support/daemon-ctx.js';
 import { waitFor } from '../../../test/support/poll.js';
-import { type AttachListResult, attachSignature, LOCAL_ATTACH_PATH } from '../../protocol/attach.js';
+import {
+  ATTACH_FRAME_BYTES,
+  type AttachListResult,
+  attachSignature,
+  LOCAL_ATTACH_PATH,
+  TOWER_MAX_FRAME_BYTES,
+} from '../../protocol/attach.js';
 import type { AttachOpen } from '../../protocol/control.js';
 import { defaultSvcdConfig } from '../config/config.js';
 import { createSupervisor, type Supervisor } from '../supervisor/supervisor.js';
@@ -195,13 +201,15 @@ describe('attach through the tower', () => {
     c: TestDaemonContext,
   ): Promise<{ streams: Map<string, WebSocket>; firstText: Map<string, unknown>; server: Server }> {
     const server = createServer();
-    const wss = new WebSocketServer({ server });
+    // The real tower's frame limit: a bigger frame from the node closes the stream (1009).
+    const wss = new WebSocketServer({ server, maxPayload: TOWER_MAX_FRAME_BYTES });
     const streams = new Map<string, WebSocket>();
     const firstText = new Map<string, unknown>();
     wss.on('connection', (ws, req) => {
       expect(req.headers.authorization).toBe('Bearer x.y.z');
       const id = String(req.url).split('/').pop() as string;
       streams.set(id, ws);
+      ws.on('error', () => {}); // e.g. a frame over the limit: the test sees the close
       ws.on('message', (d, bin) => {
         if (!bin && !firstText.has(id)) firstText.set(id, JSON.parse(d.toString()));
       });
@@ -247,5 +255,37 @@ describe('attach through the tower', () => {
     expect(await errors('stream_bad_sig')).toMatchObject({ type: 'error', code: 'secret_mismatch' });
     control.deliver(open(control.attachSecret, 'stream_stale', c.ctx.clock.now() - 10 * 60_000));
     expect(await errors('stream_stale')).toMatchObject({ type: 'error', code: 'not_authorized' });
+  });
+
+  it('sends a big screen to a viewer that comes back through the tower in frames the tower accepts', {
+    timeout: 90_000,
+  }, async () => {
+    const c = await start(1, ['sh']);
+    const tower = await fakeTower(c);
+    const control = c.ctx.control as ReturnType<typeof fakeControl>;
+    // Fill the scrollback: 1 000 lines of 200 columns serialize to far more than one frame.
+    const v = await local(c, 'agent=tty&cols=200&rows=50');
+    v.type('seq -f "%04g $(printf "y%.0s" $(seq 190))" 1 2000; echo SEQ-$((6*7))\r');
+    await waitFor('the end of the output', () => v.out().includes('SEQ-42'), { timeoutMs: 60_000 });
+    v.ws.close();
+    await v.closed;
+
+    control.deliver(open(control.attachSecret, 'stream_big_1', c.ctx.clock.now(), { cols: 200, rows: 50 }));
+    const ws = await waitFor('the dial-back', () => tower.streams.get('stream_big_1'));
+    let out = '';
+    let biggest = 0;
+    const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
+    ws.on('message', (d, bin) => {
+      if (!bin) return;
+      out += d.toString();
+      biggest = Math.max(biggest, (d as Buffer).length);
+    });
+    await waitFor('the scrollback in the snapshot', () => out.includes('SEQ-42'));
+    expect(out).toContain('1999 yyyy');
+    expect(biggest).toBeLessThanOrEqual(ATTACH_FRAME_BYTES);
+    ws.send(Buffer.from('echo STILL-$((6*7))\r'));
+    await waitFor('the echo after the snapshot', () => out.includes('STILL-42'));
+    ws.close();
+    await closed;
   });
 });

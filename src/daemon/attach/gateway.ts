@@ -14,6 +14,7 @@ import {
   LOCAL_ATTACH_PATH,
   NODE_ATTACH_PREFIX,
   parseSizeQuery,
+  splitFrames,
 } from '../../protocol/attach.js';
 import type { AttachOpen } from '../../protocol/control.js';
 import type { ErrorCode } from '../../protocol/errors.js';
@@ -126,7 +127,11 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
       {
         send: (data, cb) => {
           if (ws.readyState !== WebSocket.OPEN) return cb(new Error('closed'));
-          ws.send(data, { binary: typeof data !== 'string' }, cb);
+          if (typeof data === 'string') return ws.send(data, { binary: false }, cb);
+          // A screen snapshot or a big PTY read can exceed what the tower accepts in one frame.
+          const frames = splitFrames(data);
+          const last = frames.length - 1;
+          for (const [i, f] of frames.entries()) ws.send(f, { binary: true }, i === last ? cb : undefined);
         },
         close: (code, reason) => ws.close(code, reason),
       },

@@ -10,9 +10,11 @@ import { JSONRPCServer } from 'json-rpc-2.0';
 import type { Logger } from '../../lib/log.js';
 import { isSvcError, SvcError } from '../../protocol/errors.js';
 import {
+  errorFromRpc,
   JSONRPC_INTERNAL_ERROR,
   JSONRPC_PARSE_ERROR,
   MGMT_MAX_LINE_BYTES,
+  type RpcErrorObject,
   rpcErrorOf,
 } from '../../protocol/mgmt.js';
 import type { CallContext, MethodHandler, MethodRegistry } from '../context.js';
@@ -54,6 +56,19 @@ export class MgmtServer implements MethodRegistry {
       }
       return (await handler(p, call)) ?? null;
     });
+  }
+
+  /**
+   * Runs a registered method in-process, exactly as a mgmt.sock client would (same params
+   * validation and errors), for requests that reach svcd another way (the tower's
+   * node.request). Throws the method's SvcError.
+   */
+  async invoke(name: string, params: unknown, signal: AbortSignal): Promise<unknown> {
+    const call: CallContext = { signal, notify: () => {} };
+    const res = await this.rpc.receive({ jsonrpc: '2.0', id: 1, method: name, params: params ?? {} }, call);
+    if (!res) throw new SvcError('internal', `mgmt method ${name} gave no answer`);
+    if (res.error) throw errorFromRpc(res.error as RpcErrorObject);
+    return res.result ?? null;
   }
 
   async listen(path: string): Promise<void> {

@@ -10,6 +10,8 @@ export function pipeSockets(
   a: WebSocket,
   b: WebSocket,
   onClose: (code: number, reason: string) => void,
+  /** A last text frame for `a` when `b` closed abnormally (so `a` learns why), or null. */
+  lastWord: (code: number, reason: string) => string | null = () => null,
 ): void {
   let closed = false;
   const close = (to: WebSocket, code: number, reason: Buffer) => {
@@ -17,7 +19,11 @@ export function pipeSockets(
     closed = true;
     // 1005 (no status) and 1006 (abnormal) may not be sent in a close frame.
     const c = code === 1005 ? 1000 : code === 1006 ? 1011 : code;
-    if (to.readyState === WebSocket.OPEN || to.readyState === WebSocket.CONNECTING) to.close(c, reason);
+    const word = to === a && !NORMAL_CLOSE.has(c) && c < 4000 ? lastWord(code, reason.toString()) : null;
+    if (to.readyState === WebSocket.OPEN) {
+      if (word !== null) to.send(word);
+      to.close(c, reason);
+    } else if (to.readyState === WebSocket.CONNECTING) to.close(c, reason);
     onClose(c, reason.toString());
   };
   forward(a, b);
@@ -29,6 +35,9 @@ export function pipeSockets(
   a.resume();
   b.resume();
 }
+
+/** Closes after which the other side has nothing to explain (1000 normal, 1001 going away, 4xxx: an error frame was sent). */
+const NORMAL_CLOSE = new Set([1000, 1001]);
 
 function forward(from: WebSocket, to: WebSocket): void {
   let pending = 0;

@@ -248,14 +248,27 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         nodeSocket.close(1001, 'tower shutting down');
       };
       ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
-      pipeSockets(viewer, nodeSocket, (code) => {
-        unwatch();
-        ctx.shutdown.removeEventListener('abort', onShutdown);
-        log.info(
-          { stream: streamId, node, agent, who: principal.name, code, ms: ctx.clock.now() - started },
-          'attach stream closed',
-        );
-      });
+      pipeSockets(
+        viewer,
+        nodeSocket,
+        (code) => {
+          unwatch();
+          ctx.shutdown.removeEventListener('abort', onShutdown);
+          log.info(
+            { stream: streamId, node, agent, who: principal.name, code, ms: ctx.clock.now() - started },
+            'attach stream closed',
+          );
+        },
+        (code, reason) => {
+          log.warn({ stream: streamId, node, agent, code, reason }, 'node side of attach stream failed');
+          const f: ErrorFrame = {
+            type: 'error',
+            code: 'unavailable',
+            message: `the node's side of the stream ended abnormally (WebSocket close ${code}${reason ? `: ${reason}` : ''}); attach again`,
+          };
+          return JSON.stringify(f);
+        },
+      );
     }
 
     app.get(

@@ -156,7 +156,7 @@ export function authRoutes(presence: NodePresence = () => false) {
 }
 
 /** A node is visible to principals that could see all of its domains, and to itself. */
-function visibleNode(p: Principal, row: NodeRow): boolean {
+export function visibleNode(p: Principal, row: NodeRow): boolean {
   if (p.nodeId === row.id) return true;
   const domains = row.domains === null ? null : (JSON.parse(row.domains) as string[]);
   return coversNode(p, domains);

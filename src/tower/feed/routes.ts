@@ -6,6 +6,7 @@ import websocket from '@fastify/websocket';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
+import { TOWER_MAX_FRAME_BYTES } from '../../protocol/attach.js';
 import { SvcError } from '../../protocol/errors.js';
 import { type EventType, EventTypeSchema } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
@@ -106,8 +107,10 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
     setMaxListeners(0, ctx.shutdown);
     const watch = new StreamWatch({ auth: ctx.auth, clock: ctx.clock, log: ctx.log });
     app.addHook('onClose', async () => watch.stop());
+    // This registration serves every WebSocket route of the tower (feed, node control channel,
+    // attach): attach senders split terminal bytes to fit (protocol/attach.ts).
     await app.register(websocket, {
-      options: { perMessageDeflate: opts.wsCompression ?? false, maxPayload: 64 * 1024 },
+      options: { perMessageDeflate: opts.wsCompression ?? false, maxPayload: TOWER_MAX_FRAME_BYTES },
     });
 
     app.get('/events/stream', {

@@ -1,23 +1,29 @@
 // The tower's end of node control channels (GET /nodes/connect, DESIGN §1/§3): one WebSocket
 // per connected svcd, opened with the node JWT. The node says hello (version, attach secret,
 // running agents); the tower answers welcome, then uses the channel for task_ready,
-// task_cancelled and attach.open. Both sides ping every HEARTBEAT_MS; a channel silent for
+// task_cancelled, attach.open and node.request (answered by node.response). Both sides ping every HEARTBEAT_MS; a channel silent for
 // DEAD_AFTER_MS is closed, and the node's agents are marked offline.
 //
 // Presence is per replica: a node is connected to one replica at a time, so messages for it
 // are sent by the replica holding its channel; others do not see it. Work never depends on
 // task_ready arriving: workers also poll (DESIGN §4 Task worker).
+
+import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { WebSocket } from 'ws';
-import type { TimerHandle } from '../../lib/clock.js';
+import { type Clock, systemClock, type TimerHandle } from '../../lib/clock.js';
 import {
   AgentStatusMsg,
   CONTROL_PATH,
   DEAD_AFTER_MS,
   HEARTBEAT_MS,
   Hello,
+  NODE_REQUEST_TIMEOUT_MS,
+  type NodeRequestMethod,
+  NodeResponse,
   type TowerToNode,
 } from '../../protocol/control.js';
+import { type ErrorCode, isErrorCode, SvcError } from '../../protocol/errors.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
 import { makeAjv } from '../http/validation.js';
@@ -33,9 +39,63 @@ interface Channel {
 
 type Validator = ((x: unknown) => boolean) & { errors?: unknown[] | null };
 
+interface PendingRequest {
+  nodeId: string;
+  resolve(result: unknown): void;
+  reject(e: SvcError): void;
+  timer: TimerHandle;
+}
+
 export class ControlHub {
   private readonly channels = new Map<string, Channel>();
   private readonly listeners = new Set<(nodeId: string, online: boolean) => void>();
+  private readonly pending = new Map<string, PendingRequest>();
+
+  constructor(private readonly clock: Clock = systemClock) {}
+
+  /**
+   * Asks the node (over its channel to this replica) to run one of NODE_REQUEST_METHODS and
+   * resolves with its result. Refused with node_offline when the node is not connected here
+   * or disconnects before answering, unavailable when it does not answer within the timeout,
+   * and with the node's own error code (agent_not_found, …) when the method fails there.
+   */
+  request(
+    nodeId: string,
+    method: NodeRequestMethod,
+    params: Record<string, unknown>,
+    timeoutMs = NODE_REQUEST_TIMEOUT_MS,
+  ): Promise<unknown> {
+    const requestId = `rq_${randomBytes(12).toString('base64url')}`;
+    return new Promise((resolve, reject) => {
+      const timer = this.clock.setTimeout(() => {
+        this.pending.delete(requestId);
+        reject(
+          new SvcError('unavailable', `node ${nodeId} did not answer ${method} within ${timeoutMs / 1000} s`),
+        );
+      }, timeoutMs);
+      this.pending.set(requestId, { nodeId, resolve, reject, timer });
+      if (!this.send(nodeId, { type: 'node.request', request_id: requestId, method, params })) {
+        timer.cancel();
+        this.pending.delete(requestId);
+        reject(
+          new SvcError('node_offline', `node ${nodeId} is not connected to the tower: is its svcd running?`),
+        );
+      }
+    });
+  }
+
+  /** @internal a node.response arrived on the node's channel. */
+  answer(nodeId: string, msg: NodeResponse): void {
+    const p = this.pending.get(msg.request_id);
+    // Only the node that was asked may answer.
+    if (!p || p.nodeId !== nodeId) return;
+    this.pending.delete(msg.request_id);
+    p.timer.cancel();
+    if (msg.error) {
+      const code: ErrorCode = isErrorCode(msg.error.code) ? msg.error.code : 'internal';
+      p.reject(new SvcError(code, msg.error.message));
+    } else p.resolve(msg.result ?? null);
+  }
 
   /** True while the node has a live channel to this replica. */
   isOnline(nodeId: string): boolean {
@@ -76,6 +136,12 @@ export class ControlHub {
   unregister(c: Channel): boolean {
     if (this.channels.get(c.nodeId) !== c) return false;
     this.channels.delete(c.nodeId);
+    for (const [id, p] of this.pending) {
+      if (p.nodeId !== c.nodeId) continue;
+      this.pending.delete(id);
+      p.timer.cancel();
+      p.reject(new SvcError('node_offline', `node ${c.nodeId} disconnected before answering`));
+    }
     for (const l of this.listeners) l(c.nodeId, false);
     return true;
   }
@@ -90,6 +156,7 @@ export function controlRoutes(hub: ControlHub): TowerPlugin {
     const ajv = makeAjv(false);
     const validHello = ajv.compile(Hello) as Validator;
     const validStatus = ajv.compile(AgentStatusMsg) as Validator;
+    const validResponse = ajv.compile(NodeResponse) as Validator;
     const log = ctx.log.child({ component: 'control' });
 
     const setAgents = async (
@@ -189,6 +256,8 @@ export function controlRoutes(hub: ControlHub): TowerPlugin {
         if (type === 'agent_status' && validStatus(msg)) {
           const s = msg as AgentStatusMsg;
           void setAgents(nodeId, [{ agent_id: s.agent_id, status: s.status }]);
+        } else if (type === 'node.response' && validResponse(msg)) {
+          hub.answer(nodeId, msg as NodeResponse);
         }
         // Unknown messages are ignored: newer nodes may send more than this tower knows.
       });

@@ -1,0 +1,218 @@
+// An agent's terminal in the browser: xterm.js over /api/attach-ws with a single-use ticket
+// (POST /api/attach-tickets; browsers cannot send Authorization on a WebSocket). Resizes the
+// agent's PTY with the window, a read-only toggle (a new ticket: the node enforces it), and a
+// plain message when the node is offline or the session ends.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, errorText } from '../api.js';
+
+interface Agent {
+  id: string;
+  node_id: string;
+  name: string;
+  runtime: string;
+}
+interface NodeInfo {
+  id: string;
+  hostname: string;
+  online: boolean;
+}
+interface Ticket {
+  ticket: string;
+}
+type Term = import('@xterm/xterm').Terminal;
+
+const FONT = { family: 'ui-monospace, Menlo, Consolas, monospace', size: 14 };
+
+/** What a close means to the user, from the last control frame or the close code. */
+function endMessage(
+  frame: { type?: string; code?: unknown; message?: unknown } | null,
+  code: number,
+): string {
+  if (frame?.type === 'exit')
+    return `The agent exited${frame.code !== null ? ` with code ${String(frame.code)}` : ''}.`;
+  if (frame?.type === 'error') return `${String(frame.message)} (${String(frame.code)})`;
+  if (code === 1000) return 'The session ended.';
+  return `The connection to the tower was lost (close code ${code}).`;
+}
+
+export function TerminalView(props: { agent: string }) {
+  const box = useRef<HTMLDivElement>(null);
+  const term = useRef<Term | null>(null);
+  const ws = useRef<WebSocket | null>(null);
+  const [agent, setAgent] = useState<Agent | null>(null);
+  const [node, setNode] = useState<NodeInfo | null>(null);
+  const [readOnly, setReadOnly] = useState(false);
+  const [status, setStatus] = useState<{ text: string; bad?: boolean }>({ text: 'Loading…' });
+  // Bumped by Reconnect: reloads the agent and node, which opens a new session.
+  const [reload, setReload] = useState(0);
+  const [ready, setReady] = useState(false);
+  const readOnlyRef = useRef(readOnly);
+  readOnlyRef.current = readOnly;
+
+  // Who is the agent, where does it run, is that node online?
+  useEffect(() => {
+    let live = true;
+    (async () => {
+      try {
+        const a = await api<Agent>('GET', `/agents/${encodeURIComponent(props.agent)}`);
+        const n = await api<NodeInfo>('GET', `/nodes/${encodeURIComponent(a.node_id)}`);
+        if (!live) return;
+        setAgent(a);
+        setNode(n);
+        if (!n.online)
+          setStatus({
+            text: `Node ${n.hostname} is offline: its svcd is not connected to the tower, so this terminal cannot open. Start svcd on it (svc daemon up), then press Reconnect.`,
+            bad: true,
+          });
+      } catch (e) {
+        if (live) setStatus({ text: errorText(e), bad: true });
+      }
+    })();
+    return () => {
+      live = false;
+    };
+  }, [props.agent, reload]);
+
+  // The terminal widget: made once, disposed when leaving the view.
+  useEffect(() => {
+    let disposed = false;
+    let ro: ResizeObserver | null = null;
+    (async () => {
+      const { Terminal, fitSize } = await import('../xterm.js');
+      if (disposed || !box.current) return;
+      const t = new Terminal({
+        fontFamily: FONT.family,
+        fontSize: FONT.size,
+        scrollback: 5000,
+        cursorBlink: true,
+      });
+      t.open(box.current);
+      term.current = t;
+      // For tests and the curious: the xterm instance behind the widget (its buffer is public API).
+      (box.current as HTMLElement & { xterm?: Term }).xterm = t;
+      const fitToBox = () => {
+        if (!box.current) return;
+        const { cols, rows } = fitSize(box.current, FONT);
+        if (cols !== t.cols || rows !== t.rows) t.resize(cols, rows);
+      };
+      fitToBox();
+      ro = new ResizeObserver(fitToBox);
+      ro.observe(box.current);
+      t.onResize(({ cols, rows }) => {
+        const s = ws.current;
+        // A read-only viewer never resizes the agent's PTY (docs/attach.md).
+        if (s?.readyState === WebSocket.OPEN && !readOnlyRef.current)
+          s.send(JSON.stringify({ type: 'resize', cols, rows }));
+      });
+      const enc = new TextEncoder();
+      t.onData((d) => {
+        const s = ws.current;
+        if (s?.readyState === WebSocket.OPEN && !readOnlyRef.current) s.send(enc.encode(d));
+      });
+      setReady(true);
+    })();
+    return () => {
+      disposed = true;
+      ro?.disconnect();
+      ws.current?.close();
+      ws.current = null;
+      term.current?.dispose();
+      term.current = null;
+    };
+  }, []);
+
+  // The session: a new ticket and socket whenever the agent, the mode or a reconnect asks.
+  useEffect(() => {
+    const t = term.current;
+    if (!t || !agent || !node?.online) return;
+    let closedByUs = false;
+    let socket: WebSocket | null = null;
+    (async () => {
+      setStatus({ text: `Attaching to ${agent.name}${readOnly ? ' (read-only)' : ''}…` });
+      t.options.disableStdin = readOnly;
+      let ticket: Ticket;
+      try {
+        ticket = await api<Ticket>('POST', '/api/attach-tickets', {
+          node: node.id,
+          agent: agent.id,
+          read_only: readOnly,
+        });
+      } catch (e) {
+        setStatus({ text: errorText(e), bad: true });
+        return;
+      }
+      if (closedByUs) return;
+      const q = new URLSearchParams({ ticket: ticket.ticket, cols: String(t.cols), rows: String(t.rows) });
+      socket = new WebSocket(
+        `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/api/attach-ws?${q}`,
+      );
+      socket.binaryType = 'arraybuffer';
+      ws.current = socket;
+      let last: { type?: string; code?: unknown; message?: unknown } | null = null;
+      let attached = false;
+      socket.onmessage = (m) => {
+        if (typeof m.data === 'string') {
+          try {
+            last = JSON.parse(m.data) as typeof last;
+          } catch {}
+          return;
+        }
+        if (!attached) {
+          attached = true;
+          t.reset();
+          setStatus({
+            text: `Attached to ${agent.name} on ${node.hostname}${readOnly ? ' (read-only)' : ''}.`,
+          });
+          t.focus();
+        }
+        t.write(new Uint8Array(m.data as ArrayBuffer));
+      };
+      socket.onclose = (e) => {
+        if (ws.current === socket) ws.current = null;
+        if (closedByUs) return;
+        const text = endMessage(last, e.code);
+        const offline = (last as { code?: unknown } | null)?.code === 'node_offline';
+        setStatus({ text: offline ? `Node ${node.hostname} is offline: ${text}` : text, bad: true });
+      };
+    })();
+    return () => {
+      closedByUs = true;
+      socket?.close(1000);
+    };
+  }, [agent, node, readOnly, ready]);
+
+  return (
+    <section class="terminal-view">
+      <h2>
+        Terminal{agent ? `: ${agent.name}` : ''}{' '}
+        {node && (
+          <span class={node.online ? 'ok' : 'muted'}>
+            {node.hostname} {node.online ? 'online' : 'offline'}
+          </span>
+        )}
+      </h2>
+      <div class="toolbar">
+        <label>
+          <input
+            type="checkbox"
+            checked={readOnly}
+            onChange={(e) => setReadOnly((e.target as HTMLInputElement).checked)}
+          />{' '}
+          Read-only
+        </label>
+        <button type="button" onClick={() => setReload((n) => n + 1)}>
+          Reconnect
+        </button>
+        <span class="muted mono">{props.agent}</span>
+      </div>
+      <p
+        role={status.bad ? 'alert' : 'status'}
+        class={status.bad ? 'error' : 'muted'}
+        data-testid="terminal-status"
+      >
+        {status.text}
+      </p>
+      <div class="term" ref={box} data-testid="terminal" />
+    </section>
+  );
+}
