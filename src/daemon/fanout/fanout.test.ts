@@ -120,8 +120,17 @@ describe('the fan-out component', () => {
       listen: sock,
       auth: 'unix-socket-0600',
       consumers: 1,
-      upstream: { state: 'down', url: `${tower}/events/stream`, last_event_id: null },
-      rate_limit: { holding: false, held: 0, throttles: [] },
+      upstream: {
+        state: 'down',
+        url: `${tower}/events/stream`,
+        last_event_id: null,
+        last_status: null,
+        last_error: 'ECONNREFUSED',
+      },
+      reconnects: [],
+      throttled: false,
+      throttles: [],
+      rate_limit: { holding: false, held: 0 },
       mqtt: null,
     });
     req.destroy();

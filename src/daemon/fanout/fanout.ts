@@ -133,6 +133,10 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
         newest_id: newest?.id ?? null,
       },
       upstream: upstream.status(),
+      // Top level, as svc system doctor reads them: reconnect times, rate-limit holds.
+      reconnects: upstream.reconnectTimes(),
+      throttled: hold.holding,
+      throttles: hold.throttles(),
       rate_limit: hold.status(),
       mqtt: mqttIn?.status() ?? null,
     };

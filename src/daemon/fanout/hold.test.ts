@@ -58,13 +58,13 @@ describe('RateHold', () => {
     expect(released).toEqual([]);
     await clock.advance(4_000);
     expect(released).toEqual([['1', '2']]);
-    const [rec] = hold.status().throttles;
+    const [rec] = hold.throttles();
     expect(rec).toEqual({
-      started_at: iso(T0),
+      since: iso(T0),
       reset_at: iso(T0 + 9_000),
       until: iso(T0 + 10_000),
       held: 2,
-      released_at: iso(T0 + 10_000),
+      resumed_at: iso(T0 + 10_000),
     });
   });
 
@@ -88,7 +88,7 @@ describe('RateHold', () => {
       await clock.advance(2000);
       expect(woke).toBe(true);
     }
-    expect(hold.status().throttles).toHaveLength(2);
+    expect(hold.throttles()).toHaveLength(2);
     expect(hold.status().total_held).toBe(3);
   });
 

@@ -6,13 +6,15 @@ import { iso } from '../../lib/clock.js';
 import type { FeedEvent } from '../../protocol/events.js';
 
 export interface ThrottleRecord {
-  started_at: string;
+  /** When the hold began (field names as svc system doctor reads them). */
+  since: string;
   /** The upstream's reset_at that started (or last extended) the hold. */
   reset_at: string;
   /** When held events are (or were) released: reset_at + margin. */
   until: string;
   held: number;
-  released_at: string | null;
+  /** When held events went out; null while holding. */
+  resumed_at: string | null;
 }
 
 export interface RateHoldOptions {
@@ -64,20 +66,18 @@ export class RateHold {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  status(): {
-    holding: boolean;
-    held: number;
-    until: string | null;
-    total_held: number;
-    throttles: ThrottleRecord[];
-  } {
+  status(): { holding: boolean; held: number; until: string | null; total_held: number } {
     return {
       holding: this.holding,
       held: this.queue.length,
       until: this.holding ? iso(this.untilMs) : null,
       total_held: this.totalHeld,
-      throttles: this.history.map((r) => ({ ...r })),
     };
+  }
+
+  /** The last holds, oldest first. */
+  throttles(): ThrottleRecord[] {
+    return this.history.map((r) => ({ ...r }));
   }
 
   /** Stops the timer; what is held is released at once (stop order: before consumers close). */
@@ -98,11 +98,11 @@ export class RateHold {
 
   private start(until: number, ev: FeedEvent): void {
     this.current = {
-      started_at: iso(this.opts.clock.now()),
+      since: iso(this.opts.clock.now()),
       reset_at: ev.rate_limit?.reset_at ?? '',
       until: iso(until),
       held: 0,
-      released_at: null,
+      resumed_at: null,
     };
     this.history.push(this.current);
     if (this.history.length > (this.opts.historySize ?? 50)) this.history.shift();
@@ -128,7 +128,7 @@ export class RateHold {
     this.timer = null;
     const events = this.queue;
     this.queue = [];
-    if (this.current) this.current.released_at = iso(this.opts.clock.now());
+    if (this.current) this.current.resumed_at = iso(this.opts.clock.now());
     this.current = null;
     if (events.length > 0) this.opts.release(events);
     const w = this.waiters;

@@ -86,16 +86,26 @@ export class Upstream {
   }
 
   status() {
+    const last = this.outages.at(-1);
+    const down = this.state === 'down' && last !== undefined;
     return {
       state: this.state,
       url: this.opts.url,
       last_event_id: this.lastId,
       connected_since: this.connectedSince === null ? null : iso(this.connectedSince),
+      /** Up since / down since. */
+      since: down ? last.down_at : this.connectedSince === null ? null : iso(this.connectedSince),
+      last_status: down ? last.status : null,
+      last_error: down ? last.error : null,
       connects: this.connects,
       events: this.events,
-      reconnects: [...this.reconnects],
       outages: this.outages.map((o) => ({ ...o })),
     };
+  }
+
+  /** Times of the reconnects after the first connect (the last 50). */
+  reconnectTimes(): string[] {
+    return [...this.reconnects];
   }
 
   private async run(): Promise<void> {
