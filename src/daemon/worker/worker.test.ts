@@ -88,26 +88,29 @@ describe('worker component', () => {
     ]);
   });
 
-  it('stops the subagent of a task cancelled on the tower', async () => {
-    const mesh = new FakeMesh();
-    mesh.add('mt_c', 'sleep: 60');
-    const { make, control } = await setup(mesh);
-    await make().start();
-    await t!.call('worker.start', { runtime: 'alpha_code', domain_id: 'dom_1', poll_seconds: 3600 });
-    await waitFor('running', () => mesh.get('mt_c').state === 'running');
-    const runs = await waitFor('run recorded', async () => {
-      const r = await createWorkerStore(t!.ctx.state).runs();
-      return r.length === 1 ? r : null;
-    });
-    mesh.cancel('mt_c');
-    control.deliver({ type: 'task_cancelled', task_id: 'mt_c' });
-    await waitFor('cancelled', async () => {
-      const s = await t!.call<{ loops: LoopStatus[] }>('worker.status');
-      return s.loops[0]?.counts.cancelled === 1;
-    });
-    expect(groupAlive(runs[0]!.pgid)).toBe(false);
-    expect(await createWorkerStore(t!.ctx.state).runs()).toEqual([]);
-  });
+  it.each(['alpha_code', 'alpha_agent_acp'])(
+    'stops the %s subagent of a task cancelled on the tower',
+    async (runtime) => {
+      const mesh = new FakeMesh();
+      mesh.add('mt_c', 'sleep: 60');
+      const { make, control } = await setup(mesh);
+      await make().start();
+      await t!.call('worker.start', { runtime, domain_id: 'dom_1', poll_seconds: 3600 });
+      await waitFor('running', () => mesh.get('mt_c').state === 'running');
+      const runs = await waitFor('run recorded', async () => {
+        const r = await createWorkerStore(t!.ctx.state).runs();
+        return r.length === 1 ? r : null;
+      });
+      mesh.cancel('mt_c');
+      control.deliver({ type: 'task_cancelled', task_id: 'mt_c' });
+      await waitFor('cancelled', async () => {
+        const s = await t!.call<{ loops: LoopStatus[] }>('worker.status');
+        return s.loops[0]?.counts.cancelled === 1;
+      });
+      expect(groupAlive(runs[0]!.pgid)).toBe(false);
+      expect(await createWorkerStore(t!.ctx.state).runs()).toEqual([]);
+    },
+  );
 
   it('after a crash, kills the orphaned subagent and resumes the work loop', async () => {
     const mesh = new FakeMesh();
