@@ -17,7 +17,10 @@ const C = Number(process.env.BENCH_QUEUE_CONCURRENCY ?? 16);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const HISTORY = Number(process.env.BENCH_QUEUE_HISTORY ?? 1_000_000);
 const LATENCY_CLAIMS = Number(process.env.BENCH_QUEUE_LATENCY_CLAIMS ?? 2000);
-const PEERS = (process.env.BENCH_QUEUE_PEERS ?? 'svc,svc-http,graphile-worker,pg-boss').split(',');
+const BATCH = Number(process.env.BENCH_QUEUE_BATCH ?? 20);
+const PEERS = (
+  process.env.BENCH_QUEUE_PEERS ?? 'svc,svc-batch,svc-http,svc-http-batch,graphile-worker,pg-boss'
+).split(',');
 
 const { createTower } = await import(join(ROOT, 'dist/tower/tower.js'));
 const { MeshService } = await import(join(ROOT, 'dist/tower/mesh/service.js'));
@@ -101,7 +104,10 @@ async function svcTower() {
   };
 }
 
-/** C loops of claim → complete until the queue is empty; throughput and claim latencies. */
+/**
+ * C loops of claim → complete until the queue is empty; throughput and claim latencies.
+ * `claim` returns one claim, null, or (batch) an array of claims completed one by one.
+ */
 async function drain(claim, complete) {
   const lat = [];
   let done = 0;
@@ -112,9 +118,12 @@ async function drain(claim, complete) {
         const s = performance.now();
         const c = await claim(i);
         lat.push(performance.now() - s);
-        if (!c) return;
-        await complete(i, c);
-        done++;
+        const list = Array.isArray(c) ? c : c ? [c] : [];
+        if (list.length === 0) return;
+        for (const one of list) {
+          await complete(i, one);
+          done++;
+        }
       }
     }),
   );
@@ -123,13 +132,16 @@ async function drain(claim, complete) {
   return { done, perSec: done / secs, p50: percentile(lat, 50), p99: percentile(lat, 99) };
 }
 
-async function runSvc(http) {
+async function runSvc(http, batch) {
   const t = await svcTower();
   try {
     await t.enqueue(N);
     if (!http) {
       return await drain(
-        (i) => t.mesh.claim(ADMIN, t.agents[i].id, t.mission.id),
+        (i) =>
+          batch
+            ? t.mesh.claimMany(ADMIN, t.agents[i].id, t.mission.id, BATCH)
+            : t.mesh.claim(ADMIN, t.agents[i].id, t.mission.id),
         (_i, c) => t.mesh.complete(ADMIN, c.task.id, c.lease_id, null),
       );
     }
@@ -145,7 +157,16 @@ async function runSvc(http) {
       return body.result;
     };
     return await drain(
-      (i) => mcp('claim_mesh_task', { agent_id: t.agents[i].id, mission_id: t.mission.id }),
+      async (i) =>
+        batch
+          ? (
+              await mcp('claim_mesh_tasks', {
+                agent_id: t.agents[i].id,
+                mission_id: t.mission.id,
+                max: BATCH,
+              })
+            ).items
+          : mcp('claim_mesh_task', { agent_id: t.agents[i].id, mission_id: t.mission.id }),
       (_i, c) => mcp('complete_mesh_task', { task_id: c.task.id, lease_id: c.lease_id }),
     );
   } finally {
@@ -271,8 +292,10 @@ async function claimLatency(history) {
 }
 
 const RUNNERS = {
-  svc: () => runSvc(false),
-  'svc-http': () => runSvc(true),
+  svc: () => runSvc(false, false),
+  'svc-batch': () => runSvc(false, true),
+  'svc-http': () => runSvc(true, false),
+  'svc-http-batch': () => runSvc(true, true),
   'graphile-worker': runGraphile,
   'pg-boss': runPgBoss,
 };

@@ -43,6 +43,11 @@ export const MCP_TOOLS: Record<McpToolName, McpToolInfo> = {
     description: 'Claim the next mesh task for an agent; returns {task, lease_id, lease_seconds} or null.',
     scope: 'work:write',
   },
+  claim_mesh_tasks: {
+    description:
+      'Claim up to max mesh tasks at once for an agent, best first, each with its own lease; returns {items: [{task, lease_id, lease_seconds}]}.',
+    scope: 'work:write',
+  },
   start_mesh_task: { description: 'Start a claimed mesh task (claimed → running).', scope: 'work:write' },
   heartbeat_mesh_task: {
     description: 'Extend the lease of a mesh task; returns {lease_expires_at}.',

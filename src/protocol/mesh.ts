@@ -116,6 +116,11 @@ export const TOOL_ARGS = {
     additionalProperties: false,
   }),
   claim_mesh_task: obj({ agent_id: Id, mission_id: Type.Optional(Id) }),
+  claim_mesh_tasks: obj({
+    agent_id: Id,
+    mission_id: Type.Optional(Id),
+    max: Type.Integer({ minimum: 1, maximum: 100 }),
+  }),
   start_mesh_task: obj(TaskLease),
   heartbeat_mesh_task: obj(TaskLease),
   report_progress: obj({

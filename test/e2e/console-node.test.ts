@@ -97,6 +97,10 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
       join(home, 'svcd', 'agents.toml'),
       `[[agent]]\nid = "${ttyAgent}"\nruntime = "alpha_code"\nsupervise = true\npty = true\ncommand = ["node", ${JSON.stringify(SVCD_BIN)}, "reference-agent", "--interactive"]\n`,
     );
+    writeFileSync(
+      join(home, 'svcd', 'cron.toml'),
+      '[[job]]\nname = "nightly-report"\nschedule = "0 3 * * *"\ndispatch = "bash"\nprompt = "echo report"\n',
+    );
     svcd = spawnProc(SVCD_BIN, ['run', '--backend-url', tower.url, '--log-level', 'warn'], env);
     await waitFor(
       'svcd connected with its agent running',
@@ -233,6 +237,45 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
+
+  it('shows supervision and cron of the node, and restarts, pauses and resumes an agent', async () => {
+    const page = await signedIn();
+    const errors = collectPageErrors(page);
+    const pidOf = async () =>
+      (await supervised()).find((a) => a.id === ttyAgent) as { pid?: number } | undefined;
+    const before = (await pidOf())?.pid;
+    await page.getByRole('link', { name: 'Nodes' }).click();
+    const row = page.getByTestId('supervision').locator(`tr[data-agent="${ttyAgent}"]`);
+    await row.getByTestId('unit-state').getByText('running').waitFor();
+    const cron = page.getByTestId('cron').locator('tr', { hasText: 'nightly-report' });
+    await cron.getByText('0 3 * * *').waitFor();
+    expect(await cron.getByTestId('cron-last').textContent()).toMatch(/never fired|ok|failed|skipped/);
+    await shot(page, shots, 'nodes-agents');
+
+    await page.getByRole('button', { name: 'Restart tty' }).click();
+    await page.getByRole('status').getByText('Restarted tty: running.').waitFor();
+    await waitFor('a new agent process', async () => {
+      const pid = (await pidOf())?.pid;
+      return pid !== undefined && pid !== before;
+    });
+    await page.getByRole('button', { name: 'Pause tty' }).click();
+    await page.getByRole('status').getByText('Paused tty: running, paused.').waitFor();
+    await row.getByText('paused').waitFor();
+    expect((await supervised()).find((a) => a.id === ttyAgent)).toMatchObject({ paused: true });
+    await page.getByRole('button', { name: 'Resume tty' }).click();
+    await page.getByRole('status').getByText('Resumed tty: running.').waitFor();
+    expect((await supervised()).find((a) => a.id === ttyAgent)).toMatchObject({ paused: false });
+
+    // An agent the node does not supervise: the node's refusal, with its detail.
+    const res = await fetch(`${tower.url}/nodes/${nodeId}/agents/ghost/actions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ action: 'restart' }),
+    });
+    expect(res.status).toBe(404);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 90_000);
 
   // Last: it stops svcd.
   it('says the node is offline when its svcd is gone', async () => {

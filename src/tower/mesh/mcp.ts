@@ -90,6 +90,11 @@ export async function mcpRoutes(app: FastifyInstance, ctx: TowerContext, mesh: M
         case 'claim_mesh_task':
           result = await mesh.claim(p, a.agent_id, (args as { mission_id?: string }).mission_id);
           break;
+        case 'claim_mesh_tasks': {
+          const { mission_id, max } = args as { mission_id?: string; max: number };
+          result = { items: await mesh.claimMany(p, a.agent_id, mission_id, max) };
+          break;
+        }
         case 'start_mesh_task':
           result = await mesh.start(p, a.task_id, a.lease_id);
           break;

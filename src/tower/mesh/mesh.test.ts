@@ -5,6 +5,7 @@ import { FakeClock } from '../../lib/clock.js';
 
 interface Task {
   id: string;
+  title: string;
   state: string;
   attempt: number;
   claimed_by: string | null;
@@ -215,6 +216,86 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
     const ids = claims.filter((c) => c !== null).map((c) => c.task.id);
     expect(ids.length).toBe(8);
     expect(new Set(ids).size).toBe(8);
+  });
+
+  it('claims several tasks at once, best first, each with its own lease; concurrent completes each settle once', async () => {
+    const d = ((await t.call('POST', '/domains', { name: 'batch' })).body as { id: string }).id;
+    const m = ((await t.call('POST', `/domains/${d}/m`, { name: 'b' })).body as { id: string }).id;
+    const agent = await enroll(['gpu'], d);
+    const other = await enroll([], d);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++)
+      ids.push(((await submit({ title: `b${i}`, priority: i % 2 }, m)).body as unknown as Task).id);
+    const notMine = (
+      (await submit({ claim_policy: 'assigned', assigned_agent_id: other.id }, m)).body as unknown as Task
+    ).id;
+    const gpuOnly = (
+      (await submit({ required_capabilities: ['gpu'], priority: -1 }, m)).body as unknown as Task
+    ).id;
+    const bad = await mcp('claim_mesh_tasks', { agent_id: agent.id, max: 0 });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('args/max');
+    const first = (await mcp('claim_mesh_tasks', { agent_id: agent.id, mission_id: m, max: 4 })).body
+      .result as {
+      items: Claim[];
+    };
+    // Priority 1 first (b1, b3), then the oldest of priority 0 (b0, b2).
+    expect(first.items.map((c) => c.task.id)).toEqual([ids[1], ids[3], ids[0], ids[2]]);
+    expect(new Set(first.items.map((c) => c.lease_id)).size).toBe(4);
+    expect(first.items.every((c) => c.task.state === 'claimed' && c.task.claimed_by === agent.id)).toBe(true);
+    const rest = (await mcp('claim_mesh_tasks', { agent_id: agent.id, max: 100 })).body.result as {
+      items: Claim[];
+    };
+    expect(rest.items.map((c) => c.task.id)).toEqual([ids[4], gpuOnly]);
+    expect(
+      ((await mcp('claim_mesh_tasks', { agent_id: agent.id, max: 5 })).body.result as { items: Claim[] })
+        .items,
+    ).toEqual([]);
+    expect((await mcp('claim_mesh_tasks', { agent_id: 'ag_nope', max: 5 })).body.code).toBe(
+      'agent_not_found',
+    );
+
+    // Every claim completed at once, one of them twice: each task completes exactly once.
+    const all = [...first.items, ...rest.items];
+    const outcomes = await Promise.all(
+      [...all, all[0] as Claim].map((c) =>
+        mcp('complete_mesh_task', { task_id: c.task.id, lease_id: c.lease_id, result: { n: c.task.id } }),
+      ),
+    );
+    expect(outcomes.filter((o) => o.status === 200).length).toBe(all.length);
+    expect(outcomes.filter((o) => o.status === 409).map((o) => o.body.code)).toEqual(['stale_lease']);
+    for (const c of all) {
+      const got = (await t.call('GET', `/work/tasks/${c.task.id}`)).body as unknown as Task & {
+        result: unknown;
+      };
+      expect(got).toMatchObject({ state: 'completed', result: { n: c.task.id } });
+    }
+    const unknown = await mcp('complete_mesh_task', { task_id: 'mt_nope', lease_id: 'lease_x' });
+    expect(unknown.status).toBe(404);
+    expect(((await t.call('GET', `/work/tasks/${notMine}`)).body as unknown as Task).state).toBe('pending');
+
+    const events = await t.tower.ctx.store.db
+      .selectFrom('events')
+      .selectAll()
+      .where('mission_id', '=', m)
+      .execute();
+    // Insertion order: pk on PostgreSQL (ids may not be numbered yet), the id on SQLite.
+    events.sort((a, b) => Number(a.pk ?? a.id) - Number(b.pk ?? b.id));
+    for (const c of all) {
+      const mine = events
+        .map((e) => ({ ...e, p: JSON.parse(e.payload) as Record<string, unknown> }))
+        .filter((e) => e.p.id === c.task.id);
+      expect(mine.map((e) => e.p.action)).toEqual(['created', 'claimed', 'completed']);
+      expect(mine[1]).toMatchObject({ type: 'matrix', agent_id: agent.id, status: 'claimed' });
+      expect(mine[2]?.p).toEqual({
+        entity: 'mesh_task',
+        action: 'completed',
+        id: c.task.id,
+        title: c.task.title,
+        state: 'completed',
+        attempt: 1,
+      });
+    }
   });
 
   it('validates tool arguments against the schema pack', async () => {

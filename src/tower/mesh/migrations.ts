@@ -1,5 +1,5 @@
 // The mesh area's tables: enrolled agents and mesh tasks (with broadcast runs as child rows).
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Migration } from '../store/migrations.js';
 
 export interface AgentRow {
@@ -105,5 +105,28 @@ export const meshMigration: Migration = {
       .columns(['state', 'lease_expires_at'])
       .execute();
     await db.schema.createIndex('mesh_tasks_parent').on('mesh_tasks').column('parent_id').execute();
+  },
+};
+
+/**
+ * The hot path touches only live tasks. A claim reads `mesh_tasks_pending`, which holds
+ * pending tasks only (finished ones are not in it at all, however many there are); the
+ * sweeper reads `mesh_tasks_leased`, which holds claimed and running ones only. Every
+ * transition also writes fewer index entries: a row enters only the indexes whose predicate
+ * its new state meets (a completed task: the primary key and the mission index).
+ */
+export const meshPartialIndexesMigration: Migration = {
+  version: 21,
+  name: 'mesh: partial indexes for pending, leased and broadcast-run tasks',
+  async up(db: Kysely<unknown>) {
+    await db.schema.dropIndex('mesh_tasks_claim').execute();
+    await db.schema.dropIndex('mesh_tasks_lease').execute();
+    await db.schema.dropIndex('mesh_tasks_parent').execute();
+    await sql`create index mesh_tasks_pending on mesh_tasks (domain_id, priority desc, id)
+      where state = 'pending'`.execute(db);
+    await sql`create index mesh_tasks_leased on mesh_tasks (lease_expires_at)
+      where state in ('claimed', 'running')`.execute(db);
+    await sql`create index mesh_tasks_parent on mesh_tasks (parent_id)
+      where parent_id is not null`.execute(db);
   },
 };

@@ -3,6 +3,7 @@
 // UPDATE (compare-and-set on state and lease), so two replicas racing on one task cannot both
 // win: on PostgreSQL the loser's UPDATE re-reads the committed row and matches nothing.
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { SvcError } from '../../protocol/errors.js';
@@ -11,6 +12,7 @@ import { canSeeDomain, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { Tx } from '../store/tx.js';
 import type { AgentRow, MeshTaskRow } from './migrations.js';
+import { LeasedBatcher, type LeasedChange, pgClaim } from './pg-queue.js';
 
 const TERMINAL: string[] = ['completed', 'failed', 'cancelled'];
 const CLAIM_SCAN = 100;
@@ -67,10 +69,18 @@ export interface MeshHooks {
 }
 
 export class MeshService {
+  /** PostgreSQL: coalesced one-statement lease transitions (pg-queue.ts). */
+  private readonly batchers: Map<string, LeasedBatcher> | null;
+
   constructor(
     private readonly ctx: TowerContext,
     private readonly hooks: MeshHooks = {},
-  ) {}
+  ) {
+    this.batchers =
+      ctx.store.dialect === 'postgres'
+        ? new Map([START, COMPLETE, FAIL].map((c) => [c.name, new LeasedBatcher(ctx.write, ctx.clock, c)]))
+        : null;
+  }
 
   private async load(db: Tx['db'], p: Principal, taskId: string): Promise<MeshTaskRow> {
     const row = await db.selectFrom('mesh_tasks').selectAll().where('id', '=', taskId).executeTakeFirst();
@@ -191,6 +201,33 @@ export class MeshService {
    * only by their agent; required capabilities must be a subset of the agent's. Null: none.
    */
   async claim(p: Principal, agentId: string, missionId?: string): Promise<Claimed | null> {
+    return (await this.claimMany(p, agentId, missionId, 1))[0] ?? null;
+  }
+
+  /**
+   * Claims up to `max` tasks for one agent at once (each with its own lease), best first.
+   * On PostgreSQL one statement (pg-queue.ts); on SQLite one write.
+   */
+  async claimMany(
+    p: Principal,
+    agentId: string,
+    missionId: string | undefined,
+    max: number,
+  ): Promise<Claimed[]> {
+    if (this.ctx.store.dialect === 'postgres') {
+      const rows = await pgClaim(this.ctx.write, p, agentId, missionId, max, this.ctx.clock.now());
+      if (!rows[0] || rows[0].agent_ok === 0) throw agentNotFound(agentId);
+      const claims: Claimed[] = [];
+      for (const r of rows) {
+        if (r.id === null) continue;
+        claims.push({
+          task: taskOf(r),
+          lease_id: r.lease_id as string,
+          lease_seconds: Number(r.lease_seconds),
+        });
+      }
+      return claims.sort((a, b) => b.task.priority - a.task.priority || (a.task.id < b.task.id ? -1 : 1));
+    }
     return this.ctx.write(async (tx) => {
       const agent = await tx.db.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirst();
       if (
@@ -198,26 +235,26 @@ export class MeshService {
         !canSeeDomain(p, agent.domain_id) ||
         (p.nodeId !== undefined && agent.node_id !== p.nodeId)
       ) {
-        throw new SvcError(
-          'agent_not_found',
-          `agent ${agentId} is not enrolled here: run "svc daemon agent enroll"`,
-        );
+        throw agentNotFound(agentId);
       }
       let sel = tx.db
         .selectFrom('mesh_tasks')
         .selectAll()
         .where('domain_id', '=', agent.domain_id)
-        .where('state', '=', 'pending')
+        // A literal, so SQLite's planner can prove the partial index mesh_tasks_pending applies.
+        .where(sql<boolean>`state = 'pending'`)
         .where((eb) => eb.or([eb('claim_policy', '=', 'first_claim'), eb('assigned_agent_id', '=', agentId)]))
         .orderBy('priority', 'desc')
         .orderBy('id')
-        .limit(CLAIM_SCAN);
+        .limit(CLAIM_SCAN + max);
       if (missionId) sel = sel.where('mission_id', '=', missionId);
-      const pg = this.ctx.store.dialect === 'postgres';
+      const claims: Claimed[] = [];
       for (const row of await sel.execute()) {
+        if (claims.length >= max) break;
         if (!hasCaps(agent, JSON.parse(row.required_capabilities) as string[])) continue;
         const leaseId = `lease_${randomBytes(12).toString('hex')}`;
         const expires = iso(tx.nowMs + Number(row.lease_seconds) * 1000);
+        // SQLite has one writer: the compare-and-set on state is all a claim needs.
         const res = await tx.db
           .updateTable('mesh_tasks')
           .set({
@@ -229,27 +266,41 @@ export class MeshService {
           })
           .where('id', '=', row.id)
           .where('state', '=', 'pending')
-          // PostgreSQL: a row another claimer is taking right now is skipped at once instead of
-          // waiting for its commit (concurrent claimers would otherwise queue on the same row).
-          .$if(pg, (q) =>
-            q.where('id', 'in', (eb) =>
-              eb
-                .selectFrom('mesh_tasks')
-                .select('id')
-                .where('id', '=', row.id)
-                .where('state', '=', 'pending')
-                .forUpdate()
-                .skipLocked(),
-            ),
-          )
           .executeTakeFirst();
         if (Number(res.numUpdatedRows) !== 1) continue;
         const task = taskOf({ ...row, state: 'claimed', claimed_by: agentId, updated_at: tx.now });
         transitionEvent(tx, task, 'claimed');
-        return { task, lease_id: leaseId, lease_seconds: Number(row.lease_seconds) };
+        claims.push({ task, lease_id: leaseId, lease_seconds: Number(row.lease_seconds) });
       }
-      return null;
+      return claims;
     });
+  }
+
+  /**
+   * A lease-holding transition on PostgreSQL in one statement (pg-queue.ts); the general
+   * transaction (`slow`) on SQLite, for broadcast runs (their parent may settle) and for
+   * the rare cases the statement leaves alone (start of a task already running).
+   */
+  private async fastLeased(
+    p: Principal,
+    taskId: string,
+    leaseId: string,
+    change: LeasedChange,
+    arg: string | null,
+    slow: () => Promise<MeshTask>,
+  ): Promise<MeshTask> {
+    const batcher = this.batchers?.get(change.name);
+    if (!batcher) return slow();
+    const r = await batcher.run(p, taskId, leaseId, arg);
+    if (r && r.id !== null) return taskOf(r);
+    if (!r || r.cur_domain === null || !canSeeDomain(p, r.cur_domain)) {
+      throw new SvcError('not_found', `mesh task ${taskId} not found`);
+    }
+    if (r.cur_lease === leaseId) return slow();
+    throw new SvcError(
+      'stale_lease',
+      `lease ${leaseId} is not the current lease of mesh task ${taskId} (state ${r.cur_state}): the task was reclaimed, cancelled or finished`,
+    );
   }
 
   /** A lease-holding transition: compare-and-set on the lease, then the new state. */
@@ -293,13 +344,15 @@ export class MeshService {
   }
 
   start(p: Principal, taskId: string, leaseId: string) {
-    return this.leased(
-      p,
-      taskId,
-      leaseId,
-      ['claimed', 'running'],
-      (row) => (row.state === 'running' ? null : { state: 'running' }),
-      'started',
+    return this.fastLeased(p, taskId, leaseId, START, null, () =>
+      this.leased(
+        p,
+        taskId,
+        leaseId,
+        ['claimed', 'running'],
+        (row) => (row.state === 'running' ? null : { state: 'running' }),
+        'started',
+      ),
     );
   }
 
@@ -348,30 +401,30 @@ export class MeshService {
   }
 
   complete(p: Principal, taskId: string, leaseId: string, result: unknown) {
-    return this.leased(
-      p,
-      taskId,
-      leaseId,
-      ['claimed', 'running'],
-      () => ({
-        state: 'completed',
-        result: result === undefined ? null : JSON.stringify(result),
-        lease_id: null,
-        lease_expires_at: null,
-      }),
-      'completed',
+    const json = result === undefined ? null : JSON.stringify(result);
+    return this.fastLeased(p, taskId, leaseId, COMPLETE, json, () =>
+      this.leased(
+        p,
+        taskId,
+        leaseId,
+        ['claimed', 'running'],
+        () => ({ state: 'completed', result: json, lease_id: null, lease_expires_at: null }),
+        'completed',
+      ),
     );
   }
 
   fail(p: Principal, taskId: string, leaseId: string, reason: string) {
-    return this.leased(
-      p,
-      taskId,
-      leaseId,
-      ['claimed', 'running'],
-      () => ({ state: 'failed', failure_reason: reason, lease_id: null, lease_expires_at: null }),
-      'failed',
-      () => ({ reason }),
+    return this.fastLeased(p, taskId, leaseId, FAIL, reason, () =>
+      this.leased(
+        p,
+        taskId,
+        leaseId,
+        ['claimed', 'running'],
+        () => ({ state: 'failed', failure_reason: reason, lease_id: null, lease_expires_at: null }),
+        'failed',
+        () => ({ reason }),
+      ),
     );
   }
 
@@ -457,7 +510,7 @@ export class MeshService {
       const expired = await tx.db
         .selectFrom('mesh_tasks')
         .selectAll()
-        .where('state', 'in', ['claimed', 'running'])
+        .where(sql<boolean>`state in ('claimed', 'running')`) // partial index mesh_tasks_leased
         .where('lease_expires_at', '<', tx.now)
         .orderBy('lease_expires_at')
         .limit(500)
@@ -531,6 +584,33 @@ export class MeshService {
     transitionEvent(tx, taskOf({ ...parent, ...set }), state);
   }
 }
+
+function agentNotFound(agentId: string): SvcError {
+  return new SvcError(
+    'agent_not_found',
+    `agent ${agentId} is not enrolled here: run "svc daemon agent enroll"`,
+  );
+}
+
+const START: LeasedChange = {
+  name: 'mesh_start',
+  action: 'started',
+  from: ['claimed'],
+  set: "state = 'running'",
+};
+const COMPLETE: LeasedChange = {
+  name: 'mesh_complete',
+  action: 'completed',
+  from: ['claimed', 'running'],
+  set: "state = 'completed', result = req.arg, lease_id = null, lease_expires_at = null",
+};
+const FAIL: LeasedChange = {
+  name: 'mesh_fail',
+  action: 'failed',
+  from: ['claimed', 'running'],
+  set: "state = 'failed', failure_reason = req.arg, lease_id = null, lease_expires_at = null",
+  extraPayload: ", 'reason', failure_reason",
+};
 
 function hasCaps(agent: AgentRow, required: string[]): boolean {
   if (required.length === 0) return true;

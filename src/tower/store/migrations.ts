@@ -3,7 +3,7 @@
 // replicas that start together migrate once (the second waits, then finds nothing to do).
 import { type Kysely, sql } from 'kysely';
 import { feedMigration } from '../feed/migrations.js';
-import { meshMigration } from '../mesh/migrations.js';
+import { meshMigration, meshPartialIndexesMigration } from '../mesh/migrations.js';
 import { secretsMigration } from '../secrets/migrations.js';
 import type { Dialect } from './types.js';
 
@@ -127,4 +127,10 @@ const core: Migration = {
 };
 
 /** Every migration, in order. New areas append here; never edit an applied one. */
-export const MIGRATIONS: Migration[] = [core, feedMigration, meshMigration, secretsMigration];
+export const MIGRATIONS: Migration[] = [
+  core,
+  feedMigration,
+  meshMigration,
+  meshPartialIndexesMigration,
+  secretsMigration,
+];

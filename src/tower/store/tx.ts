@@ -34,6 +34,20 @@ export interface Write {
    * record creation. Returns false when the parent does not exist (nothing written).
    */
   insertOne(req: InsertOne): Promise<boolean>;
+  /**
+   * PostgreSQL only: runs one named statement in its own implicit transaction (one round
+   * trip, no BEGIN/COMMIT) and returns its rows. The statement appends its own events
+   * (id NULL, numbered by the sequencer); `appended(rows)` says whether it did, so the
+   * sequencer is woken only then. Hot paths (mesh claim and complete) use it.
+   */
+  statement<R>(query: PgStatement, appended: (rows: R[]) => boolean): Promise<R[]>;
+}
+
+export interface PgStatement {
+  /** Prepared-statement name: parsed and planned once per pooled connection. */
+  name: string;
+  text: string;
+  values: unknown[];
 }
 
 export interface InsertOne {
@@ -53,7 +67,10 @@ export const MAX_GROUP = 256;
 export function createWrite(store: Store, clock: Clock, onEvents: () => void): Write {
   if (store.dialect === 'sqlite') {
     const write = createGroupWrite(store, clock, onEvents);
-    return Object.assign(write, { insertOne: (req: InsertOne) => insertOneInTx(write, req) });
+    return Object.assign(write, {
+      insertOne: (req: InsertOne) => insertOneInTx(write, req),
+      statement: () => Promise.reject(new Error('Write.statement is PostgreSQL only')),
+    });
   }
   const write = async <T>(fn: (tx: Tx) => Promise<T>): Promise<T> => {
     const events: NewEvent[] = [];
@@ -106,7 +123,13 @@ export function createWrite(store: Store, clock: Clock, onEvents: () => void): W
     onEvents();
     return true;
   };
-  return Object.assign(write, { insertOne });
+  const statement = async <R>(q: PgStatement, appended: (rows: R[]) => boolean): Promise<R[]> => {
+    const res = await (store.pgPool as pg.Pool).query(q);
+    const rows = res.rows as R[];
+    if (appended(rows)) onEvents();
+    return rows;
+  };
+  return Object.assign(write, { insertOne, statement });
 }
 
 /** insertOne as an ordinary write: check the gate, insert, emit. */

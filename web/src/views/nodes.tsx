@@ -1,6 +1,8 @@
-// Nodes (online state) and the agents enrolled on them (runtime, status). Read-only for now.
-import { useEffect, useState } from 'preact/hooks';
-import { ApiError, listAll } from '../api.js';
+// Nodes (online state) and their agents: what the tower knows (enrolment, runtime, presence)
+// and, for online nodes, what svcd reports through GET /nodes/{id}/status: supervision state
+// with restart/pause/resume, and cron jobs with their next fire and last outcome.
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { api, errorText, listAll } from '../api.js';
 
 interface Node {
   id: string;
@@ -18,31 +20,67 @@ interface Agent {
   status: string;
 }
 
+interface Supervised {
+  id: string;
+  runtime: string;
+  backend: string;
+  supervise: boolean;
+  paused: boolean;
+  pty: boolean;
+  state: string;
+  pid: number | null;
+  started_at: string | null;
+  restarts: number;
+  last_restart_at: string | null;
+  last_restart_reason: string | null;
+  gave_up_until: string | null;
+}
+
+interface CronJob {
+  name: string;
+  kind: string;
+  schedule: string | null;
+  interval: string | null;
+  dispatch: string;
+  enabled: boolean;
+  next_fire: string | null;
+  next_fire_local: string | null;
+  running: boolean;
+  last_fire: {
+    outcome: string;
+    scheduled_minute: string;
+    exit_code: number | null;
+    detail: string | null;
+  } | null;
+}
+
+interface NodeStatus {
+  agents: Supervised[];
+  cron: { timezone: string; config_error: string | null; jobs: CronJob[] } | null;
+}
+
+const time = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
+
 export function NodesView() {
   const [nodes, setNodes] = useState<Node[] | null>(null);
   const [agents, setAgents] = useState<Agent[]>([]);
   const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    let live = true;
-    const load = async () => {
-      try {
-        const [ns, as] = await Promise.all([listAll<Node>('/nodes'), listAll<Agent>('/agents')]);
-        if (!live) return;
-        setNodes(ns);
-        setAgents(as);
-        setError(null);
-      } catch (e) {
-        if (live) setError(e instanceof ApiError ? e.detail : String(e));
-      }
-    };
-    void load();
-    // Presence changes are not feed events yet: refresh while the view is open.
-    const t = setInterval(load, 5000);
-    return () => {
-      live = false;
-      clearInterval(t);
-    };
+  const load = useCallback(async () => {
+    try {
+      const [ns, as] = await Promise.all([listAll<Node>('/nodes'), listAll<Agent>('/agents')]);
+      setNodes(ns);
+      setAgents(as);
+      setError(null);
+    } catch (e) {
+      setError(errorText(e));
+    }
   }, []);
+  useEffect(() => {
+    void load();
+    // Presence changes are not feed events: refresh while the view is open.
+    const t = setInterval(load, 5000);
+    return () => clearInterval(t);
+  }, [load]);
   if (!nodes && !error) return <p class="muted">Loading…</p>;
   return (
     <section>
@@ -53,38 +91,243 @@ export function NodesView() {
         </p>
       )}
       {(nodes ?? []).length === 0 && <p class="muted">No nodes registered.</p>}
-      <ul class="cards" data-testid="nodes">
+      <div class="nodes" data-testid="nodes">
         {(nodes ?? []).map((n) => (
-          <li key={n.id} class="card">
-            <h3>
-              {n.hostname}{' '}
-              <span class={n.online ? 'ok' : 'muted'} data-testid="node-state">
-                {n.online ? 'online' : 'offline'}
-              </span>
-            </h3>
-            <p class="muted mono">{n.id}</p>
-            <table>
+          <NodeCard key={n.id} node={n} agents={agents.filter((a) => a.node_id === n.id)} />
+        ))}
+      </div>
+    </section>
+  );
+}
+
+function NodeCard(props: { node: Node; agents: Agent[] }) {
+  const { node } = props;
+  const [status, setStatus] = useState<NodeStatus | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [busy, setBusy] = useState<string | null>(null);
+  const load = useCallback(async () => {
+    if (!node.online) {
+      setStatus(null);
+      return;
+    }
+    try {
+      setStatus(await api<NodeStatus>('GET', `/nodes/${encodeURIComponent(node.id)}/status`));
+      setError(null);
+    } catch (e) {
+      setError(errorText(e));
+    }
+  }, [node.id, node.online]);
+  useEffect(() => {
+    void load();
+    const t = setInterval(load, 5000);
+    return () => clearInterval(t);
+  }, [load]);
+
+  const act = async (agentId: string, label: string, action: 'restart' | 'pause' | 'resume') => {
+    setBusy(`${agentId}:${action}`);
+    setNotice(null);
+    try {
+      const after = await api<Supervised>(
+        'POST',
+        `/nodes/${encodeURIComponent(node.id)}/agents/${encodeURIComponent(agentId)}/actions`,
+        { action },
+      );
+      const verb = { restart: 'Restarted', pause: 'Paused', resume: 'Resumed' }[action];
+      setNotice(`${verb} ${label}: ${after.state}${after.paused ? ', paused' : ''}.`);
+      setError(null);
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(null);
+    }
+    await load();
+  };
+
+  const nameOf = (id: string) => props.agents.find((a) => a.id === id)?.name ?? id;
+
+  return (
+    <article class="card node" aria-label={`node ${node.hostname}`}>
+      <h3>
+        {node.hostname}{' '}
+        <span class={node.online ? 'ok' : 'muted'} data-testid="node-state">
+          {node.online ? 'online' : 'offline'}
+        </span>
+      </h3>
+      <p class="muted mono">{node.id}</p>
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
+      {notice && (
+        <p role="status" class="ok">
+          {notice}
+        </p>
+      )}
+      {!node.online && (
+        <p class="muted">Offline: supervision and cron are shown while its svcd is connected.</p>
+      )}
+      {status && (
+        <>
+          <h4>Supervised agents</h4>
+          {status.agents.length === 0 && <p class="muted">None in agents.toml.</p>}
+          {status.agents.length > 0 && (
+            <table data-testid="supervision">
+              <thead>
+                <tr>
+                  <th>agent</th>
+                  <th>state</th>
+                  <th>runtime</th>
+                  <th>restarts</th>
+                  <th>last restart</th>
+                  <th />
+                </tr>
+              </thead>
               <tbody>
-                {agents
-                  .filter((a) => a.node_id === n.id)
-                  .map((a) => (
-                    <tr key={a.id}>
-                      <td>{a.name}</td>
-                      <td>{a.runtime}</td>
-                      <td>{a.status}</td>
-                      <td class="muted mono">{a.id}</td>
+                {status.agents.map((s) => {
+                  const label = nameOf(s.id);
+                  const enrolled = props.agents.find((a) => a.id === s.id);
+                  return (
+                    <tr key={s.id} data-agent={s.id}>
                       <td>
-                        <a href={`#/attach/${encodeURIComponent(a.id)}`} aria-label={`Terminal of ${a.name}`}>
-                          Terminal
-                        </a>
+                        {label}
+                        <div class="muted mono">{s.id}</div>
+                      </td>
+                      <td data-testid="unit-state">
+                        <span class={s.state === 'running' ? 'ok' : s.state === 'dead' ? 'error' : ''}>
+                          {s.state}
+                        </span>
+                        {s.paused && <span class="muted"> · paused</span>}
+                        {s.gave_up_until && (
+                          <span class="error"> · gave up until {time(s.gave_up_until)}</span>
+                        )}
+                        {s.pid !== null && <div class="muted mono">pid {s.pid}</div>}
+                      </td>
+                      <td>
+                        {s.runtime} <span class="muted">({s.backend})</span>
+                      </td>
+                      <td data-testid="restarts">{s.restarts}</td>
+                      <td class="muted">
+                        {s.last_restart_at
+                          ? `${time(s.last_restart_at)} (${s.last_restart_reason ?? ''})`
+                          : '—'}
+                      </td>
+                      <td class="actions">
+                        <button
+                          type="button"
+                          disabled={busy !== null}
+                          onClick={() => act(s.id, label, 'restart')}
+                          aria-label={`Restart ${label}`}
+                        >
+                          Restart
+                        </button>
+                        {s.paused ? (
+                          <button
+                            type="button"
+                            disabled={busy !== null}
+                            onClick={() => act(s.id, label, 'resume')}
+                            aria-label={`Resume ${label}`}
+                          >
+                            Resume
+                          </button>
+                        ) : (
+                          <button
+                            type="button"
+                            disabled={busy !== null}
+                            onClick={() => act(s.id, label, 'pause')}
+                            aria-label={`Pause ${label}`}
+                            title="Pause supervision: the watchdog leaves the agent alone"
+                          >
+                            Pause
+                          </button>
+                        )}
+                        {s.pty && enrolled && (
+                          <a
+                            href={`#/attach/${encodeURIComponent(s.id)}`}
+                            aria-label={`Terminal of ${label}`}
+                          >
+                            Terminal
+                          </a>
+                        )}
                       </td>
                     </tr>
-                  ))}
+                  );
+                })}
               </tbody>
             </table>
-          </li>
-        ))}
-      </ul>
-    </section>
+          )}
+          <h4>Cron jobs {status.cron && <span class="muted">({status.cron.timezone})</span>}</h4>
+          {status.cron?.config_error && (
+            <p class="error">
+              cron.toml is invalid (the previous jobs stay in force): {status.cron.config_error}
+            </p>
+          )}
+          {(status.cron?.jobs.length ?? 0) === 0 && <p class="muted">No cron jobs.</p>}
+          {status.cron && status.cron.jobs.length > 0 && (
+            <table data-testid="cron">
+              <thead>
+                <tr>
+                  <th>job</th>
+                  <th>when</th>
+                  <th>next fire</th>
+                  <th>last outcome</th>
+                </tr>
+              </thead>
+              <tbody>
+                {status.cron.jobs.map((j) => (
+                  <tr key={j.name}>
+                    <td>
+                      {j.name} <span class="muted">({j.dispatch})</span>
+                    </td>
+                    <td class="mono">{j.schedule ?? `every ${j.interval}`}</td>
+                    <td>
+                      {j.enabled ? (j.next_fire_local ?? time(j.next_fire)) : 'disabled'}
+                      {j.running && <span class="ok"> · running</span>}
+                    </td>
+                    <td data-testid="cron-last">
+                      {j.last_fire ? (
+                        <>
+                          <span
+                            class={
+                              j.last_fire.outcome === 'ok' || j.last_fire.outcome === 'running'
+                                ? 'ok'
+                                : 'error'
+                            }
+                          >
+                            {j.last_fire.outcome}
+                          </span>{' '}
+                          <span class="muted">
+                            {time(j.last_fire.scheduled_minute)}
+                            {j.last_fire.exit_code !== null ? ` · exit ${j.last_fire.exit_code}` : ''}
+                            {j.last_fire.detail ? ` · ${j.last_fire.detail}` : ''}
+                          </span>
+                        </>
+                      ) : (
+                        <span class="muted">never fired</span>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </>
+      )}
+      <h4>Enrolled agents</h4>
+      {props.agents.length === 0 && <p class="muted">None.</p>}
+      <table data-testid="enrolled">
+        <tbody>
+          {props.agents.map((a) => (
+            <tr key={a.id}>
+              <td>{a.name}</td>
+              <td>{a.runtime}</td>
+              <td>{a.status}</td>
+              <td class="muted mono">{a.id}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </article>
   );
 }

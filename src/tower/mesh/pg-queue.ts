@@ -1,0 +1,254 @@
+// The PostgreSQL hot path of the mesh queue: claim and the lease-holding transitions
+// (start, complete, fail) each as ONE statement, so each is one round trip and one commit
+// (an implicit transaction: no BEGIN/COMMIT, no row fetched to JavaScript and written back).
+//
+// A claim picks with `FOR UPDATE SKIP LOCKED` (a row another claimer holds is passed over,
+// never waited for), updates the picked rows, and appends their `matrix` events, all in
+// data-modifying CTEs of one statement, which commit or roll back together. Events are
+// inserted unnumbered like every other write's; the sequencer numbers them after commit, so
+// feed ordering is the same as for any transaction. The agent's authorization (domain, node)
+// and capabilities are read in the same statement; its domain and capabilities are scalar
+// subqueries so the scan of the pending index keeps its order and stops at LIMIT.
+//
+// Statements are named (prepared once per pooled connection). The SQLite store keeps the
+// general transaction path in service.ts (one writer; its grouped commits are the fast path).
+import { randomBytes } from 'node:crypto';
+import { iso } from '../../lib/clock.js';
+import type { Principal } from '../auth/principal.js';
+import type { Write } from '../store/tx.js';
+import type { MeshTaskRow } from './migrations.js';
+
+/** The `matrix` event of each row a CTE named `changed` returned, as feed/event-log.ts writes it. */
+function eventInsert(action: string, tsParam: string, extra = ''): string {
+  return `insert into events (ts, type, domain_id, mission_id, agent_id, status, payload)
+    select ${tsParam}, 'matrix', domain_id, mission_id, coalesce(claimed_by, assigned_agent_id), state,
+      json_strip_nulls(json_build_object('entity', 'mesh_task', 'action', '${action}', 'id', id,
+        'title', title, 'state', state, 'attempt', attempt, 'parent_id', parent_id${extra}))::text
+    from changed order by id`;
+}
+
+/** ISO 8601 UTC text with milliseconds, exactly as lib/clock.ts iso() writes it. */
+const isoSql = (msExpr: string) =>
+  `to_char((timestamptz 'epoch' + (${msExpr}) * interval '1 millisecond') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+function claimText(withMission: boolean): string {
+  // $1 agent, $2 visible domains (null: all), $3 node (null: any), $4 limit, $5 lease ids,
+  // $6 now (ms), $7 now (ISO), $8 mission.
+  return `with agent as (
+      select id, domain_id, capabilities::jsonb as caps from agents
+      where id = $1 and ($2::text[] is null or domain_id = any($2::text[]))
+        and ($3::text is null or node_id = $3::text)
+    ), picked as (
+      select t.id from mesh_tasks t
+      where t.domain_id = (select domain_id from agent) and t.state = 'pending'
+        and (t.claim_policy = 'first_claim' or t.assigned_agent_id = $1)
+        ${withMission ? 'and t.mission_id = $8' : ''}
+        and (t.required_capabilities = '[]' or t.required_capabilities::jsonb <@ (select caps from agent))
+      order by t.priority desc, t.id
+      limit $4
+      for update of t skip locked
+    ), numbered as (
+      select id, row_number() over (order by id) as n from picked
+    ), changed as (
+      update mesh_tasks t set state = 'claimed', lease_id = ($5::text[])[numbered.n],
+        lease_expires_at = ${isoSql('$6::bigint + t.lease_seconds::bigint * 1000')},
+        claimed_by = $1, updated_at = $7
+      from numbered where t.id = numbered.id
+      returning t.*
+    ), ev as (${eventInsert('claimed', '$7')})
+    select (select count(*) from agent)::int as agent_ok, c.*
+    from (select 1) one left join changed c on true`;
+}
+
+const CLAIM = { any: claimText(false), mission: claimText(true) };
+
+export type ClaimRow = { agent_ok: number } & (MeshTaskRow | { [K in keyof MeshTaskRow]: null });
+
+export async function pgClaim(
+  write: Write,
+  p: Principal,
+  agentId: string,
+  missionId: string | undefined,
+  limit: number,
+  nowMs: number,
+): Promise<ClaimRow[]> {
+  const leases = Array.from({ length: limit }, () => `lease_${randomBytes(12).toString('hex')}`);
+  const values: unknown[] = [agentId, p.domains, p.nodeId ?? null, limit, leases, nowMs, iso(nowMs)];
+  if (missionId !== undefined) values.push(missionId);
+  const rows = await write.statement<ClaimRow>(
+    {
+      name: missionId !== undefined ? 'mesh_claim_m' : 'mesh_claim',
+      text: missionId !== undefined ? CLAIM.mission : CLAIM.any,
+      values,
+    },
+    (rows) => rows.some((r) => r.id !== null),
+  );
+  return rows;
+}
+
+/** A lease-holding transition done in one statement. */
+export interface LeasedChange {
+  /** Statement name; one per change. */
+  name: string;
+  action: string;
+  /** SET clause; `req.arg` is the request's argument (text, e.g. the result JSON). */
+  set: string;
+  /** States the change applies to. */
+  from: string[];
+  /** Extra `json_build_object` pairs for the event payload, from the row (leading comma). */
+  extraPayload?: string;
+}
+
+export type LeasedRow = {
+  ord: string;
+  cur_state: string | null;
+  cur_domain: string | null;
+  cur_parent: string | null;
+  cur_lease: string | null;
+} & (MeshTaskRow | { [K in keyof MeshTaskRow]: null });
+
+/** Most requests one statement carries. */
+export const MAX_BATCH = 500;
+/** Statements of one kind under way at once (of the pool's connections). */
+export const MAX_IN_FLIGHT = Number(process.env.SVC_MESH_IN_FLIGHT ?? 4);
+
+function leasedText(change: LeasedChange): string {
+  const from = change.from.map((st) => `'${st}'`).join(', ');
+  // $1 task ids, $2 leases, $3 args, $4 visible domains (JSON array text, null: all), $5 now.
+  // `cur` locks the rows in id order before the update (two batches touching the same tasks
+  // cannot deadlock) and is the row before, for not_found / stale_lease.
+  return `with req as (
+      select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])
+        with ordinality as r(id, lease, arg, doms, ord)
+    ), cur as (
+      select id, state, domain_id, parent_id, lease_id from mesh_tasks
+      where id = any($1::text[]) order by id for update
+    ), changed as (
+      update mesh_tasks t set ${change.set}, updated_at = $5
+      from req join cur on cur.id = req.id
+      where t.id = req.id and t.lease_id = req.lease and t.state in (${from}) and t.parent_id is null
+        and (req.doms is null or req.doms::jsonb ? t.domain_id)
+      returning t.*
+    ), ev as (${eventInsert(change.action, '$5', change.extraPayload)})
+    select req.ord, cur.state as cur_state, cur.domain_id as cur_domain, cur.parent_id as cur_parent,
+      cur.lease_id as cur_lease, c.*
+    from req left join cur on cur.id = req.id left join changed c on c.id = req.id`;
+}
+
+interface Pending {
+  taskId: string;
+  leaseId: string;
+  arg: string | null;
+  domains: string | null;
+  resolve(row: LeasedRow | null): void;
+  reject(e: unknown): void;
+}
+
+/**
+ * Lease-holding transitions of one kind, coalesced: a request arriving while a statement is
+ * under way waits for it, then goes with every other waiting request in the next statement
+ * (like the SQLite store's grouped commits). A lone request goes at once. Each request's
+ * change and event are in that statement's transaction; each gets its own outcome (stale
+ * lease, not found) from its own row.
+ */
+export class LeasedBatcher {
+  private readonly queue: Pending[] = [];
+  private inFlight = 0;
+  private readonly text: string;
+
+  constructor(
+    private readonly write: Write,
+    private readonly clock: { now(): number },
+    private readonly change: LeasedChange,
+  ) {
+    this.text = leasedText(change);
+  }
+
+  /**
+   * Applies the change if `leaseId` is the task's current lease and its state is one of
+   * `change.from`, appending the event; broadcast runs (parent_id set) are left alone so the
+   * caller can settle their parent in a transaction. Null: no such task.
+   */
+  run(p: Principal, taskId: string, leaseId: string, arg: string | null): Promise<LeasedRow | null> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({
+        taskId,
+        leaseId,
+        arg,
+        domains: p.domains === null ? null : JSON.stringify(p.domains),
+        resolve,
+        reject,
+      });
+      if (this.inFlight < MAX_IN_FLIGHT) void this.drain();
+    });
+  }
+
+  /** Tasks in a statement under way: a later request for one of them waits for it. */
+  private readonly busyIds = new Set<string>();
+
+  private async drain(): Promise<void> {
+    this.inFlight++;
+    try {
+      while (this.queue.length > 0) {
+        // One request per task in a statement: a second one for the same task waits for the
+        // next, so it sees the first one's outcome (and gets stale_lease).
+        const batch: Pending[] = [];
+        for (let i = 0; i < this.queue.length && batch.length < MAX_BATCH; ) {
+          const item = this.queue[i] as Pending;
+          if (this.busyIds.has(item.taskId)) {
+            i++;
+            continue;
+          }
+          this.busyIds.add(item.taskId);
+          batch.push(item);
+          this.queue.splice(i, 1);
+        }
+        if (batch.length === 0) break;
+        try {
+          await this.send(batch);
+        } finally {
+          for (const b of batch) this.busyIds.delete(b.taskId);
+        }
+      }
+    } finally {
+      // Requests left in the queue wait for a task in another statement: the drain that
+      // sent it takes them when it is back (its loop runs until the queue is empty).
+      this.inFlight--;
+    }
+  }
+
+  private async send(batch: Pending[]): Promise<void> {
+    const nowMs = this.clock.now();
+    let rows: LeasedRow[];
+    try {
+      rows = await this.write.statement<LeasedRow>(
+        {
+          name: this.change.name,
+          text: this.text,
+          values: [
+            batch.map((b) => b.taskId),
+            batch.map((b) => b.leaseId),
+            batch.map((b) => b.arg),
+            batch.map((b) => b.domains),
+            iso(nowMs),
+          ],
+        },
+        (rows) => rows.some((r) => r.id !== null),
+      );
+    } catch (e) {
+      // A deadlock with another replica's batch (or any error) of a batch: each request alone,
+      // so one request's failure is its own.
+      if (batch.length > 1) {
+        for (const b of batch) await this.send([b]);
+        return;
+      }
+      for (const b of batch) b.reject(e);
+      return;
+    }
+    const byOrd = new Map(rows.map((r) => [Number(r.ord), r]));
+    batch.forEach((b, i) => {
+      const r = byOrd.get(i + 1);
+      b.resolve(r && r.cur_state !== null ? r : null);
+    });
+  }
+}
