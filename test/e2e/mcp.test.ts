@@ -139,6 +139,8 @@ describe('svcd mcp with the official MCP client', () => {
   });
   afterAll(async () => {
     await client?.close();
+    // The detached svcd of the last test, if it failed before stopping it.
+    if (cli) await run(SVC_BIN, ['daemon', 'down'], cli);
     await stopAll();
     tmp.remove();
   });
@@ -254,8 +256,28 @@ describe('svcd mcp with the official MCP client', () => {
     const pack = join(tmp.dir, 'bad-pack.json');
     writeFileSync(pack, '{"tools": {"submit_mesh_task": {"type": "strnig"}}}');
     const booster = await writeWasm(tmp.dir, 'no-exports', WAT.missingExports);
-    svcd = await startSvcd(['--booster-wasm', booster], { SVC_SCHEMA_PACK_FILE: pack });
-    expect(svcd.stderr() + svcd.stdout()).toContain('invalid schema pack; using the embedded defaults');
+    // Through `svc daemon up`, which passes --booster-wasm on to `svcd run`.
+    const up = await run(
+      SVC_BIN,
+      ['--json', 'daemon', 'up', '--no-systemd', '--backend-url', tower.url, '--booster-wasm', booster],
+      { ...cli, SVC_SCHEMA_PACK_FILE: pack },
+    );
+    expect(up.code, up.stderr).toBe(0);
+    const record = JSON.parse(up.stdout) as { booster_wasm?: string; log?: string };
+    expect(record.booster_wasm).toBe(booster);
+    // mgmt.sock answers before every component has started: wait for the bridge.
+    type Status = {
+      components?: { mcp?: { schema_pack: { error: string | null }; booster: { error: string | null } } };
+    };
+    const status = await waitFor('the MCP bridge to start', async () => {
+      const s = JSON.parse(await svc(['--json', 'daemon', 'status'])) as Status;
+      return s.components?.mcp?.booster.error ? s : null;
+    });
+    expect(status.components?.mcp?.schema_pack.error).toMatch(/tools\.submit_mesh_task: schema is invalid/);
+    expect(status.components?.mcp?.booster.error).toMatch(/does not export alloc/);
+    expect(readFileSync(record.log ?? '', 'utf8')).toContain(
+      'invalid schema pack; using the embedded defaults',
+    );
     client = await connect();
     const { tools } = await client.listTools();
     // The embedded default: description is optional again.
@@ -268,11 +290,7 @@ describe('svcd mcp with the official MCP client', () => {
       /validation_rejected: get_mesh_task: the booster failed.*does not export alloc \(function\), validate \(function\)$/,
     );
     expect(requests).toBe(0);
-    const status = JSON.parse(await svc(['--json', 'daemon', 'status'])) as {
-      components?: { mcp?: { schema_pack: { error: string }; booster: { error: string } } };
-    };
-    expect(status.components?.mcp?.schema_pack.error).toMatch(/tools\.submit_mesh_task: schema is invalid/);
-    expect(status.components?.mcp?.booster.error).toMatch(/does not export alloc/);
-    expect(svcd.child.exitCode).toBeNull();
+    await client.close();
+    expect((await run(SVC_BIN, ['daemon', 'down'], cli)).code).toBe(0);
   });
 });

@@ -249,6 +249,7 @@ export function registerDaemonCommands(daemon: Command, deps: CommandDeps): void
             backend_url: url,
             mgmt_sock: paths().mgmtSock,
             log: record.log,
+            ...(record.booster_wasm ? { booster_wasm: record.booster_wasm } : {}),
           };
           print(deps.io, json, out, () => `svcd started (pid ${s.pid}, ${record.mode}, tower ${url})`);
           return;
