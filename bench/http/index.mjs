@@ -157,5 +157,12 @@ Target: the tower within 2x of the bare route.
 | store | route | tower req/s | tower p99 ms | bare req/s | bare p99 ms | bare/tower | tower CPU µs/req | bare CPU µs/req | CPU tower/bare | errors |
 |---|---|---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
+
+Reading: when the machine is loaded, req/s and p99 measure the share of the 2 cores each
+server got during its 5 s windows more than the server; the CPU columns are the steadier
+comparison of the work done per request (they still rise under contention: cache misses,
+context switches). The tower's extra work per request is authentication, the route's scope
+and domain checks, metrics, and for POST the feed event (on PostgreSQL also its numbering by
+the sequencer, feed/sequencer.ts).
 `,
 );
