@@ -6,7 +6,7 @@
 // empty store and with BENCH_QUEUE_HISTORY completed tasks in it (DESIGN: finished tasks must
 // not slow the hot path). Everything runs in this one process; figures go to BENCHMARKS.md.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism as availableCores, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { machine, median, percentile, ROOT, today, writeSection } from '../lib/report.mjs';
@@ -299,6 +299,7 @@ const RUNNERS = {
   'graphile-worker': runGraphile,
   'pg-boss': runPgBoss,
 };
+const load = [loadavg()[0]];
 const results = Object.fromEntries(PEERS.map((p) => [p, []]));
 for (let r = 0; r < ROUNDS; r++) {
   for (const p of PEERS) {
@@ -310,6 +311,7 @@ for (let r = 0; r < ROUNDS; r++) {
     );
   }
 }
+load.push(loadavg()[0]);
 const med = (p, k) => median(results[p].map((x) => x[k]));
 const ms = (v) => (Number.isNaN(v) ? '–' : v.toFixed(2));
 const rows = PEERS.map(
@@ -329,6 +331,7 @@ for (const h of HISTORY > 0 ? [0, HISTORY] : [0]) {
 
 const ratio = (a, b) =>
   PEERS.includes(a) && PEERS.includes(b) ? (med(a, 'perSec') / med(b, 'perSec')).toFixed(3) : 'n/a';
+const loadNote = `Load average (1 min) ${load[0].toFixed(1)} at the start of the throughput rounds, ${load[1].toFixed(1)} at their end, ${loadavg()[0].toFixed(1)} after the latency runs, on ${availableCores()} cores.`;
 const verdict = `Ratios (throughput): svc / graphile-worker = ${ratio('svc', 'graphile-worker')} (target >= 1),
 svc-http / graphile-worker = ${ratio('svc-http', 'graphile-worker')} (target >= 0.33). Claim p99 with
 history / empty = ${p99s.length === 2 ? (p99s[1] / p99s[0]).toFixed(2) : 'n/a'} (target <= 1.5).`;
@@ -363,6 +366,8 @@ completed tasks bulk-inserted first):
 ${lat.join('\n')}
 
 ${verdict}
+
+${loadNote}
 `,
 );
 process.exit(0);
