@@ -2,7 +2,7 @@
 // on SQLite and PostgreSQL, against a bare Fastify route doing the same single query.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -30,9 +30,21 @@ function start(args, env = {}) {
   });
 }
 
-async function cannon(opts) {
+/** CPU time (user + system) a process has used, in ms. */
+function cpuMs(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // clock ticks of 10 ms
+}
+
+/**
+ * One run; `pid` is the server's. Besides req/s it records the server's CPU per request,
+ * which the other load on this shared machine does not change (it only takes CPU away).
+ */
+async function cannon(opts, pid) {
+  const c0 = pid ? cpuMs(pid) : 0;
   const r = await autocannon({ connections: CONNECTIONS, duration: DURATION, ...opts });
-  return { rps: Math.round(r.requests.average), p99: r.latency.p99, errors: r.errors + r.non2xx };
+  const cpuUs = pid && r.requests.total ? ((cpuMs(pid) - c0) * 1000) / r.requests.total : Number.NaN;
+  return { rps: Math.round(r.requests.average), p99: r.latency.p99, errors: r.errors + r.non2xx, cpuUs };
 }
 
 /** Median req/s and p99 over the rounds of one target. */
@@ -41,6 +53,7 @@ function summarize(runs) {
     rps: Math.round(median(runs.map((r) => r.rps))),
     p99: median(runs.map((r) => r.p99)),
     errors: runs.reduce((n, r) => n + r.errors, 0),
+    cpuUs: median(runs.map((r) => r.cpuUs)),
   };
 }
 
@@ -85,13 +98,19 @@ async function measureStore(store) {
     towerPost: { url: `${tower.url}/domains/${dom.id}/m/${mis.id}/t`, method: 'POST', headers, body },
     barePost: { url: `${bare.url}/t`, method: 'POST', headers: { 'content-type': 'application/json' }, body },
   };
+  const pids = {
+    towerGet: tower.child.pid,
+    bareGet: bare.child.pid,
+    towerPost: tower.child.pid,
+    barePost: bare.child.pid,
+  };
   const runs = Object.fromEntries(Object.keys(targets).map((k) => [k, []]));
   const results = {};
   try {
     await cannon({ ...targets.towerGet, duration: 2 }); // warm-up
     await cannon({ ...targets.bareGet, duration: 2 });
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [name, opts] of Object.entries(targets)) runs[name].push(await cannon(opts));
+      for (const [name, opts] of Object.entries(targets)) runs[name].push(await cannon(opts, pids[name]));
     }
     for (const [name, r] of Object.entries(runs)) results[name] = summarize(r);
   } finally {
@@ -110,6 +129,7 @@ async function measureStore(store) {
 }
 
 const rows = [];
+const load = [os.loadavg()[0]];
 for (const store of ['sqlite', 'postgres']) {
   const r = await measureStore(store);
   console.log(store, JSON.stringify(r));
@@ -118,10 +138,11 @@ for (const store of ['sqlite', 'postgres']) {
     ['POST /domains/{d}/m/{m}/t', r.towerPost, r.barePost],
   ]) {
     rows.push(
-      `| ${store} | ${op} | ${t.rps} | ${t.p99} | ${b.rps} | ${b.p99} | ${(b.rps / t.rps).toFixed(2)}x | ${t.errors + b.errors} |`,
+      `| ${store} | ${op} | ${t.rps} | ${t.p99} | ${b.rps} | ${b.p99} | ${(b.rps / t.rps).toFixed(2)}x | ${Math.round(t.cpuUs)} | ${Math.round(b.cpuUs)} | ${(t.cpuUs / b.cpuUs).toFixed(2)}x | ${t.errors + b.errors} |`,
     );
   }
 }
+load.push(os.loadavg()[0]);
 
 writeSection(
   'http',
@@ -130,10 +151,11 @@ writeSection(
 Date ${today()}; machine: ${machine()}.
 Command: \`npm run build && npm run bench -- http\` (autocannon, ${CONNECTIONS} connections, ${DURATION} s per run after a 2 s warm-up; ${ROUNDS} rounds alternating tower and bare runs, medians reported; client in the bench process, each server in its own process).
 The tower route authenticates a service token (cached lookup), checks the domain/mission, runs the query and, for POST, writes the record and its feed event in one transaction. The bare route is Fastify with the same single query (SELECT by id, or one INSERT), no auth, no event.
+Load average (1 min) ${load.map((l) => l.toFixed(1)).join(' at the start, ')} at the end: the machine is shared, so req/s moves with what other processes leave; the CPU columns (server process user + system time per request, from /proc) do not, and compare the work each server does per request.
 Target: the tower within 2x of the bare route.
 
-| store | route | tower req/s | tower p99 ms | bare req/s | bare p99 ms | bare/tower | errors |
-|---|---|---|---|---|---|---|---|
+| store | route | tower req/s | tower p99 ms | bare req/s | bare p99 ms | bare/tower | tower CPU µs/req | bare CPU µs/req | CPU tower/bare | errors |
+|---|---|---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 `,
 );

@@ -12,6 +12,7 @@ import type { NewEvent } from '../../protocol/events.js';
 import type { Scope } from '../../protocol/scopes.js';
 import { canSeeDomain } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
+import { type PreparedQuery, prepare, slot } from '../store/prepared.js';
 import type { InsertOne, Tx } from '../store/tx.js';
 import type { Db } from '../store/types.js';
 import { requireDomain, requireMission } from './access.js';
@@ -96,12 +97,31 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
     return { domain_id: domainId, mission_id: missionId };
   }
 
+  // One record by id (and its parents' ids): the query of GET, compiled once per shape.
+  const byId = new Map<string, PreparedQuery<Row>>();
+  const byIdQuery = (withDomain: boolean, withMission: boolean) => {
+    const key = `${withDomain}/${withMission}`;
+    let q = byId.get(key);
+    if (!q) {
+      q = prepare<Row>(ctx.store, () => {
+        let b = loose(ctx.store.db).selectFrom(spec.table).selectAll().where('id', '=', slot('id'));
+        if (withDomain) b = b.where('domain_id', '=', slot('domain_id'));
+        if (withMission) b = b.where('mission_id', '=', slot('mission_id'));
+        return b;
+      });
+      byId.set(key, q);
+    }
+    return q;
+  };
+
   async function load(db: Db | Tx['db'], req: FastifyRequest, parent: ParentIds): Promise<Row> {
-    let q = loose(db).selectFrom(spec.table).selectAll().where('id', '=', idOf(req));
-    if (parent.domain_id !== undefined && spec.parent !== 'none')
-      q = q.where('domain_id', '=', parent.domain_id);
-    if (parent.mission_id !== undefined) q = q.where('mission_id', '=', parent.mission_id);
-    const row = await q.executeTakeFirst();
+    const withDomain = parent.domain_id !== undefined && spec.parent !== 'none';
+    const withMission = parent.mission_id !== undefined;
+    const [row] = await byIdQuery(withDomain, withMission).all(db, {
+      id: idOf(req),
+      domain_id: parent.domain_id,
+      mission_id: parent.mission_id,
+    });
     const domainId =
       spec.parent === 'none' ? (row?.id as string | undefined) : (row?.domain_id as string | undefined);
     if (!row || domainId === undefined || !canSeeDomain(req.principal, domainId)) {

@@ -181,7 +181,7 @@ export function TasksView(props: { mission?: string | undefined }) {
               <h3>
                 {s} <span class="muted">({rows.length})</span>
               </h3>
-              <table>
+              <table class="tasks">
                 <tbody>
                   {rows.map((t) => (
                     <TaskRow key={t.id} t={t} progress={progress.get(t.id)} act={act} />
