@@ -6,7 +6,7 @@
 // empty store and with BENCH_QUEUE_HISTORY completed tasks in it (DESIGN: finished tasks must
 // not slow the hot path). Everything runs in this one process; figures go to BENCHMARKS.md.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism as availableCores, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { machine, median, percentile, ROOT, today, writeSection } from '../lib/report.mjs';
@@ -299,6 +299,7 @@ const RUNNERS = {
   'graphile-worker': runGraphile,
   'pg-boss': runPgBoss,
 };
+const load = [loadavg()[0]];
 const results = Object.fromEntries(PEERS.map((p) => [p, []]));
 for (let r = 0; r < ROUNDS; r++) {
   for (const p of PEERS) {
@@ -310,6 +311,7 @@ for (let r = 0; r < ROUNDS; r++) {
     );
   }
 }
+load.push(loadavg()[0]);
 const med = (p, k) => median(results[p].map((x) => x[k]));
 const ms = (v) => (Number.isNaN(v) ? '–' : v.toFixed(2));
 const rows = PEERS.map(
@@ -329,8 +331,11 @@ for (const h of HISTORY > 0 ? [0, HISTORY] : [0]) {
 
 const ratio = (a, b) =>
   PEERS.includes(a) && PEERS.includes(b) ? (med(a, 'perSec') / med(b, 'perSec')).toFixed(3) : 'n/a';
-const verdict = `Ratios (throughput): svc / graphile-worker = ${ratio('svc', 'graphile-worker')} (target >= 1),
-svc-http / graphile-worker = ${ratio('svc-http', 'graphile-worker')} (target >= 0.33). Claim p99 with
+const loadNote = `Load average (1 min) ${load[0].toFixed(1)} at the start of the throughput rounds, ${load[1].toFixed(1)} at their end, ${loadavg()[0].toFixed(1)} after the latency runs, on ${availableCores()} cores.`;
+const verdict = `Ratios (throughput): svc / graphile-worker = ${ratio('svc', 'graphile-worker')},
+svc-batch / graphile-worker = ${ratio('svc-batch', 'graphile-worker')} (target >= 1);
+svc-http / graphile-worker = ${ratio('svc-http', 'graphile-worker')}, svc-http-batch / graphile-worker =
+${ratio('svc-http-batch', 'graphile-worker')} (target >= 0.33). Claim p99 with
 history / empty = ${p99s.length === 2 ? (p99s[1] / p99s[0]).toFixed(2) : 'n/a'} (target <= 1.5).`;
 writeSection(
   'queue',
@@ -342,10 +347,15 @@ concurrent claimers, claim + complete each, counted from the first claim to the 
 completion; median of ${ROUNDS} rounds, peers alternating within each round; all on the same
 local PostgreSQL server, each in a fresh schema, clients in the bench process.
 
-- **svc**: the tower's queue layer in-process (\`MeshService.claim\` / \`complete\`, each one
-  transaction that also writes its \`matrix\` event).
-- **svc-http**: the same through HTTP, \`POST /mcp/call\` \`claim_mesh_task\` /
-  \`complete_mesh_task\` with a node JWT (fetch, keep-alive), rate limit off.
+- **svc**: the tower's queue layer in-process (\`MeshService.claim\` / \`complete\`): on
+  PostgreSQL each claim is one statement (pick with \`FOR UPDATE SKIP LOCKED\`, update, append
+  the \`matrix\` event), completes of concurrent claimers are coalesced into shared statements.
+- **svc-batch**: the same, each claimer claiming up to ${BATCH} tasks per call
+  (\`MeshService.claimMany\`, the \`claim_mesh_tasks\` tool) and completing them one by one:
+  the counterpart of graphile-worker's local queue.
+- **svc-http** / **svc-http-batch**: the same through HTTP, \`POST /mcp/call\`
+  \`claim_mesh_task\` (or \`claim_mesh_tasks\` with \`max: ${BATCH}\`) / \`complete_mesh_task\`
+  with a node JWT (fetch, keep-alive, client in the tower's process), rate limit off.
 - **graphile-worker 0.17**: \`localQueue.size = 200\`, \`completeJobBatchDelay: 0\`,
   \`failJobBatchDelay: 0\`, concurrency ${C}; jobs added with \`addJobs\`. No per-claim latency
   (claims are batched by the local queue).
@@ -363,6 +373,8 @@ completed tasks bulk-inserted first):
 ${lat.join('\n')}
 
 ${verdict}
+
+${loadNote}
 `,
 );
 process.exit(0);

@@ -28,7 +28,7 @@ import { RateLimiter } from './http/rate-limit.js';
 import { meshArea } from './mesh/routes.js';
 import { ControlHub, controlRoutes } from './nodes/control-hub.js';
 import { nodeRequestRoutes } from './nodes/routes.js';
-import { nodesForTask } from './nodes/task-ready.js';
+import { createTaskReadyRelay } from './nodes/task-ready.js';
 import { recordRoutes } from './records/routes.js';
 import { type AgentLookup, agentsTableLookup } from './secrets/agents.js';
 import { secretRoutes } from './secrets/routes.js';
@@ -129,22 +129,11 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     });
     await hub.start();
     const stopPruning = startPruner({ store, clock, log, retentionMs: config.eventRetentionMs });
+    // task_ready to the nodes of every replica (PostgreSQL NOTIFY between replicas).
+    const taskReady = createTaskReadyRelay({ store, nodes, log });
+    await taskReady.start();
     const mesh = meshArea({
-      onClaimable: (task) => {
-        nodesForTask(store.db, task).then(
-          (ids) => {
-            for (const id of ids) {
-              nodes.send(id, {
-                type: 'task_ready',
-                task_id: task.id,
-                mission_id: task.mission_id,
-                domain_id: task.domain_id,
-              });
-            }
-          },
-          (e) => log.warn({ err: e, task: task.id }, 'cannot send task_ready'),
-        );
-      },
+      onClaimable: (task) => taskReady.ready(task),
       onCancelled: (task) => {
         if (!task.claimed_by) return;
         store.db
@@ -163,6 +152,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     const stopSweeper = mesh.startSweeper(ctx);
     stopFeed = async () => {
       await stopSweeper();
+      await taskReady.stop();
       stopPruning();
       await hub.stop();
     };

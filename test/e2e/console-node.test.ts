@@ -233,6 +233,9 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
     await page.keyboard.type('sent again');
     await page.keyboard.press('Enter');
     await expect.poll(() => termText(page), { timeout: 15_000 }).toContain('echo: sent again');
+    // Ctrl+] leaves the terminal for the toolbar (no keyboard trap).
+    await page.keyboard.press('Control+BracketRight');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Reconnect');
     expect(await termText(page)).not.toContain('not-sent-by-a-viewer');
     expect(errors).toEqual([]);
     await page.close();

@@ -136,6 +136,10 @@ describe('svc system doctor', () => {
     expect(r.check('sockets').detail).toBe(
       `${join(home, 'svcd')} 0700; mgmt.sock, secrets.sock, svcd.sock 0600`,
     );
+    expect(r.check('feed')).toMatchObject({
+      status: 'ok',
+      detail: 'local fan-out disabled ([fanout] in config.toml)',
+    });
     // The test environment has no user bus.
     expect(r.check('systemctl_user').status).toBe('warn');
   });

@@ -236,6 +236,36 @@ describe('svcd local fan-out with a real tower', () => {
     expect(s.reconnects.length).toBeGreaterThanOrEqual(1);
     expect(s.upstream.outages.at(-1)?.up_at).not.toBeNull();
   }, 120_000);
+
+  it('resumes after an svcd restart from its saved position: a consumer misses nothing published meanwhile', async () => {
+    await createDomain(node.tower.url, node.admin, 'before-svcd-restart');
+    await waitFor('the event before the restart', () =>
+      createdDomains(consumer.got).includes('before-svcd-restart'),
+    );
+    const lastSeen = consumer.got.at(-1)?.id as string;
+    await consumer.close();
+    node.svcd.kill('SIGTERM');
+    await node.svcd.exited;
+    const during = ['svcd-down-1', 'svcd-down-2'];
+    for (const n of during) await createDomain(node.tower.url, node.admin, n);
+    node.svcd = spawnProc(SVCD_BIN, ['run', '--backend-url', node.tower.url], node.env);
+    const s = await waitFor(
+      'svcd to follow the tower again',
+      async () => {
+        if (node.svcd.child.exitCode !== null) throw new Error(`svcd exited: ${node.svcd.stderr()}`);
+        const st = await node.status();
+        return st.upstream.state === 'up' ? st : null;
+      },
+      { timeoutMs: 30_000 },
+    );
+    const token = readFileSync(s.token_file as string, 'utf8').trim();
+    consumer = openStream(`${s.listen}/events`, token, { 'last-event-id': lastSeen });
+    await waitFor('the events published while svcd was down', () =>
+      during.every((n) => createdDomains(consumer.got).includes(n)),
+    );
+    expect(consumer.got.filter((r) => r.event === 'reset')).toEqual([]);
+    expect(createdDomains(consumer.got)).toEqual(during);
+  }, 90_000);
 });
 
 describe('svcd local fan-out under a spent rate limit', () => {

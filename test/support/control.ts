@@ -7,16 +7,23 @@ import type { TowerToNode } from '../../src/protocol/control.js';
 export interface FakeControl extends ControlChannel {
   deliver(msg: TowerToNode): void;
   sent: unknown[];
+  /** Every setAgentStatus call, in order. */
+  presence: { agent_id: string; status: string | null }[];
 }
 
 export function fakeControl(): FakeControl {
   const listeners = new Map<string, Set<(m: never) => void>>();
   const sent: unknown[] = [];
+  const presence: FakeControl['presence'] = [];
   return {
     name: 'control',
     attachSecret: 'f'.repeat(64),
     connected: false,
     sent,
+    presence,
+    setAgentStatus(agent_id, status) {
+      presence.push({ agent_id, status });
+    },
     on(type, fn) {
       let set = listeners.get(type);
       if (!set) {

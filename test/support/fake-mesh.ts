@@ -23,6 +23,8 @@ export class FakeMesh implements MeshWorkApi {
   private leases = 0;
   /** Called after every successful claim (tests hook in here). */
   onClaim: ((t: FakeTask) => void) | null = null;
+  /** While set, every claim fails with it (the tower is unreachable or refuses). */
+  claimError: Error | null = null;
 
   add(
     id: string,
@@ -73,6 +75,7 @@ export class FakeMesh implements MeshWorkApi {
   }
 
   async claim(agentId: string): Promise<Lease | null> {
+    if (this.claimError) throw this.claimError;
     for (const t of this.tasks.values()) {
       if (t.state !== 'pending' || (t.only_for !== null && t.only_for !== agentId)) continue;
       t.state = 'claimed';

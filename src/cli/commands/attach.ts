@@ -1,4 +1,4 @@
-// `svc attach [<agent_id>] [--node N] [--read-only]`: the terminal of a PTY agent. Local agents
+// `svc attach [<agent_id>] [--node N] [--read-only]`: the terminal of a PTY or mux_hosted agent. Local agents
 // go through svcd.sock; others through the tower's /api/attach-ws (docs/attach.md).
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
@@ -29,7 +29,7 @@ interface AttachFlags {
 export function registerAttach(program: Command, deps: CommandDeps, tty: () => AttachTty = processTty): void {
   program
     .command('attach')
-    .description(`attach to the terminal of a PTY agent (detach: ${DETACH_HINT})`)
+    .description(`attach to the terminal of a PTY or mux_hosted agent (detach: ${DETACH_HINT})`)
     .argument('[agent_id]', 'the agent (default: pick from the attachable agents of this node)')
     .option('--node <node_id>', 'the node the agent runs on (default: this node, else the tower says)')
     .option('--read-only', 'watch without typing')
@@ -107,7 +107,7 @@ async function pick(deps: CommandDeps, local: AttachListResult, json: boolean): 
   if (json || !deps.io.stdinIsTTY?.() || rows.length === 0) {
     print(deps.io, json, local, () =>
       rows.length === 0
-        ? 'no attachable agents on this node (PTY agents: pty = true in agents.toml)'
+        ? 'no attachable agents on this node (pty = true in agents.toml, or runtime mux_hosted)'
         : table(rows, [
             { header: '#', get: (r) => r.n },
             { header: 'agent', get: (r) => r.agent_id },

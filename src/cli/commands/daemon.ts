@@ -18,6 +18,7 @@ import { type CommandDeps, globals } from '../deps.js';
 import { mgmtCall } from '../mgmt-client.js';
 import { keyValues, print } from '../output.js';
 import { UsageError } from '../run.js';
+import { SVCD_NODE_FLAGS } from '../svcd-launch.js';
 
 const SVCD_BIN = fileURLToPath(new URL('../svcd.js', import.meta.url));
 export const UNIT_NAME = 'svcd.service';
@@ -93,7 +94,14 @@ export function unitFile(o: {
   const q = (s: string) => (/[\s"'\\]/.test(s) ? `"${s.replace(/(["\\])/g, '\\$1')}"` : s);
   const defaultHome = resolve(o.home) === resolve(o.userHome, '.svc');
   const envFile = defaultHome ? '%h/.svc/svcd.env' : join(o.home, 'svcd.env');
-  const exec = [o.nodeBin ?? process.execPath, o.svcdBin ?? SVCD_BIN, 'run', '--backend-url', o.backendUrl];
+  const exec = [
+    o.nodeBin ?? process.execPath,
+    ...SVCD_NODE_FLAGS,
+    o.svcdBin ?? SVCD_BIN,
+    'run',
+    '--backend-url',
+    o.backendUrl,
+  ];
   if (o.boosterWasm) exec.push('--booster-wasm', o.boosterWasm);
   return [
     '[Unit]',
@@ -207,7 +215,7 @@ export function registerDaemonCommands(daemon: Command, deps: CommandDeps): void
         const log = join(paths().logsDir, 'svcd.log');
         const mark = existsSync(log) ? readFileSync(log, 'utf8').length : 0;
         const out = openSync(log, 'a');
-        const args = [SVCD_BIN, 'run', '--backend-url', url];
+        const args = [...SVCD_NODE_FLAGS, SVCD_BIN, 'run', '--backend-url', url];
         if (boosterWasm) args.push('--booster-wasm', boosterWasm);
         const child = spawn(process.execPath, args, { env, detached: true, stdio: ['ignore', out, out] });
         let exit: number | string | null = null;

@@ -20,6 +20,7 @@ import type { Domain, Mission } from '../../protocol/records.js';
 import { type CommandDeps, globals } from '../deps.js';
 import { mgmtCall } from '../mgmt-client.js';
 import { print } from '../output.js';
+import { SVCD_NODE_FLAGS } from '../svcd-launch.js';
 
 const SVC_BIN = fileURLToPath(new URL('../svc.js', import.meta.url));
 const SVCD_BIN = fileURLToPath(new URL('../svcd.js', import.meta.url));
@@ -211,7 +212,7 @@ export function registerUp(program: Command, deps: CommandDeps): void {
       } else {
         const log = join(logs, 'svcd.log');
         const out = openSync(log, 'a');
-        const child = spawn(process.execPath, [SVCD_BIN, 'run', '--backend-url', url], {
+        const child = spawn(process.execPath, [...SVCD_NODE_FLAGS, SVCD_BIN, 'run', '--backend-url', url], {
           env: { ...env, SVC_NODE_FILE: nodeFile },
           detached: true,
           stdio: ['ignore', out, out],

@@ -371,6 +371,41 @@ describe('doctor checks', () => {
     );
   });
 
+  it("reads svcd's fanout.status: upstream state and outages, rate_limit holding and throttles", () => {
+    const f = healthy();
+    const status = {
+      enabled: true,
+      upstream: {
+        state: 'down',
+        reconnects: [iso(NOW - 30_000)],
+        outages: [{ down_at: iso(NOW - 10_000), up_at: null, status: 503, attempts: 2 }],
+      },
+      rate_limit: { holding: false, throttles: [] as unknown[] },
+    };
+    f.fanout = { source: 'fanout.status', status };
+    expect(byName(f).feed).toMatchObject({
+      status: 'warn',
+      detail: `upstream down (status 503, since ${iso(NOW - 10_000)}); 1 reconnects in the last hour (last ${iso(NOW - 30_000)}); 0 rate-limit pauses in the last hour`,
+    });
+    status.upstream.state = 'up';
+    status.rate_limit = {
+      holding: true,
+      throttles: [
+        {
+          started_at: iso(NOW - 2000),
+          reset_at: iso(NOW + 1000),
+          until: iso(NOW + 2000),
+          held: 3,
+          released_at: null,
+        },
+      ],
+    };
+    expect(byName(f).feed?.detail).toBe(
+      `upstream up; 1 reconnects in the last hour (last ${iso(NOW - 30_000)}); 1 rate-limit pauses in the last hour (last from ${iso(NOW - 2000)}); retransmission paused by the rate limit now`,
+    );
+    expect(byName(f).feed?.status).toBe('warn');
+  });
+
   it('warns on a flapping upstream', () => {
     const f = healthy();
     const times = Array.from({ length: FLAPPING_RECONNECTS + 1 }, (_, i) => iso(NOW - i * 1000));

@@ -36,7 +36,11 @@ function firstTime(r: Rec, keys: string[]): number | null {
   return null;
 }
 
-/** Accepts `{upstream: {connected|state, last_status, last_error}}` or `upstream: 'up'|'down'`. */
+/**
+ * svcd's `fanout.status` (src/daemon/fanout): `{enabled, upstream: {state, reconnects, outages},
+ * rate_limit: {holding, throttles}}`; also accepts flat `reconnects`/`throttles`/`throttled`
+ * and `upstream: 'up'|'down'` so a status from another build still reads.
+ */
 function upstreamOf(s: Rec): { up: boolean | null; detail: string | null } {
   const u = s.upstream;
   const state = (v: unknown): boolean | null =>
@@ -44,30 +48,40 @@ function upstreamOf(s: Rec): { up: boolean | null; detail: string | null } {
   if (typeof u === 'string') return { up: state(u), detail: null };
   if (!isRec(u)) return { up: typeof s.connected === 'boolean' ? s.connected : null, detail: null };
   const up = typeof u.connected === 'boolean' ? u.connected : state(u.state);
+  // svcd's fan-out keeps its outages ({down_at, up_at, status, error}); the last one says why.
+  const outages = Array.isArray(u.outages) ? u.outages.filter(isRec) : [];
+  const last = outages.at(-1) ?? {};
   const bits: string[] = [];
-  if (u.last_status !== undefined && u.last_status !== null) bits.push(`status ${String(u.last_status)}`);
-  if (typeof u.last_error === 'string') bits.push(u.last_error);
-  if (typeof u.since === 'string') bits.push(`since ${u.since}`);
+  const status = u.last_status ?? last.status;
+  const error = u.last_error ?? last.error;
+  const since = u.since ?? last.down_at;
+  if (status !== undefined && status !== null) bits.push(`status ${String(status)}`);
+  if (typeof error === 'string') bits.push(error);
+  if (typeof since === 'string') bits.push(`since ${since}`);
   return { up, detail: bits.length ? bits.join(', ') : null };
 }
 
 export function readFanoutStatus(s: Rec): FanoutHealth {
   const { up, detail } = upstreamOf(s);
   const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-  const reconnects = list(s.reconnects)
+  const u = isRec(s.upstream) ? s.upstream : {};
+  const rl = isRec(s.rate_limit) ? s.rate_limit : {};
+  const reconnects = list(s.reconnects ?? u.reconnects)
     .map((r) => (isRec(r) ? firstTime(r, ['at', 'time', 'ts']) : time(r)))
     .filter((t): t is number => t !== null);
-  const throttles = list(s.throttles ?? s.rate_limit_pauses)
+  const throttles = list(s.throttles ?? rl.throttles)
     .map((r) => {
       if (!isRec(r)) {
         const t = time(r);
         return t === null ? null : { start: t, end: null };
       }
-      const start = firstTime(r, ['start', 'since', 'at', 'paused_at']);
-      return start === null ? null : { start, end: firstTime(r, ['end', 'until', 'resumed_at', 'reset_at']) };
+      const start = firstTime(r, ['start', 'started_at', 'since', 'at']);
+      return start === null
+        ? null
+        : { start, end: firstTime(r, ['end', 'released_at', 'until', 'reset_at']) };
     })
     .filter((t): t is { start: number; end: number | null } => t !== null);
-  const paused = s.throttled ?? s.paused;
+  const paused = s.throttled ?? rl.holding;
   return {
     enabled: typeof s.enabled === 'boolean' ? s.enabled : null,
     upstreamUp: up,

@@ -1,4 +1,5 @@
-// The attach gateway (DESIGN §3 Attach proxy, §4): one TerminalSession per running PTY agent,
+// The attach gateway (DESIGN §3 Attach proxy, §4): one TerminalSession per running PTY agent
+// (or per mux_hosted agent with viewers: a tmux client on its session, tmux-client.ts),
 // viewers from svcd.sock (local, WebSocket over the unix socket) and from the tower (on a
 // signed attach.open the node dials back /nodes/attach/{stream_id}). Every viewer open and
 // close is a matrix event; attach.list on mgmt.sock says who is attached where.
@@ -20,14 +21,22 @@ import type { AttachOpen } from '../../protocol/control.js';
 import type { ErrorCode } from '../../protocol/errors.js';
 import type { Component, DaemonContext } from '../context.js';
 import { listenUnix, type UnixListener } from '../sockets.js';
-import type { AgentTerminal } from '../supervisor/terminal.js';
+import type { AgentTerminal, PtyTerminal } from '../supervisor/terminal.js';
 import { TerminalSession, type Viewer, type ViewerOptions } from './session.js';
+import { type TmuxTarget, tmuxClientTerminal, tmuxWindowSize } from './tmux-client.js';
 
 /** What the gateway needs of the supervisor. */
 export interface TerminalSource {
   terminal(agentId: string): AgentTerminal | null;
   onTerminal(listener: (agentId: string, terminal: AgentTerminal | null) => void): () => void;
-  listAgents(): { id: string; state: string; pty?: boolean; runtime: string }[];
+  listAgents(): {
+    id: string;
+    state: string;
+    pty?: boolean;
+    runtime: string;
+    /** mux_hosted: the agent's tmux session. */
+    tmux?: TmuxTarget | null;
+  }[];
 }
 
 export interface AttachGateway extends Component {
@@ -40,6 +49,7 @@ const MAX_FRAME_BYTES = 1024 * 1024;
 export function createAttachGateway(ctx: DaemonContext, source: TerminalSource): AttachGateway {
   const log = ctx.log.child({ component: 'attach' });
   const sessions = new Map<string, TerminalSession>();
+  const muxClients = new Map<TerminalSession, PtyTerminal>();
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
   const http = createServer((_req, res) => {
     res
@@ -58,15 +68,36 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
     if (t) sessions.set(agentId, newSession(t));
   });
 
-  function newSession(t: AgentTerminal): TerminalSession {
-    return new TerminalSession(t, {
-      onViewerClosed: (v) =>
-        publish('attach_closed', t.agentId, v, { duration_ms: ctx.clock.now() - v.since }),
+  /** `client`: the tmux client of a mux_hosted agent, hung up when its last viewer leaves. */
+  function newSession(t: AgentTerminal, client: PtyTerminal | null = null): TerminalSession {
+    const s: TerminalSession = new TerminalSession(t, {
+      onViewerClosed: (v) => {
+        publish('attach_closed', t.agentId, v, { duration_ms: ctx.clock.now() - v.since });
+        if (client && s.list().length === 0) endClient(t.agentId, s, client);
+      },
     });
+    if (client) {
+      muxClients.set(s, client);
+      client.onExit(() => muxClients.delete(s));
+    }
+    return s;
   }
 
-  /** The session of a running PTY agent, made on first use (agents started before us). */
-  function sessionOf(agentId: string): TerminalSession | { error: ErrorCode; message: string } {
+  function endClient(agentId: string, s: TerminalSession, client: PtyTerminal): void {
+    s.end({ type: 'exit', code: null, signal: null });
+    if (sessions.get(agentId) === s) sessions.delete(agentId);
+    muxClients.delete(s);
+    client.hangUp();
+  }
+
+  /**
+   * The session of a running PTY agent, made on first use (agents started before us); for a
+   * mux_hosted agent, a tmux client attached to its session, sized for this first viewer.
+   */
+  function sessionOf(
+    agentId: string,
+    size: { cols: number; rows: number },
+  ): TerminalSession | { error: ErrorCode; message: string } {
     const existing = sessions.get(agentId);
     if (existing && !existing.isEnded) return existing;
     const t = source.terminal(agentId);
@@ -82,7 +113,19 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
         message: `no agent "${agentId}" on node ${ctx.identity.node_id} (see "svc agent supervise list")`,
       };
     }
-    if (a.runtime === 'mux_hosted' || !a.pty) {
+    if (a.runtime === 'mux_hosted' && a.tmux && a.state === 'running') {
+      const client = tmuxClientTerminal({
+        agentId,
+        target: a.tmux,
+        env: ctx.env,
+        cwd: ctx.paths.svcdDir,
+        ...size,
+      });
+      const s = newSession(client, client);
+      sessions.set(agentId, s);
+      return s;
+    }
+    if (a.runtime !== 'mux_hosted' && !a.pty) {
       return {
         error: 'agent_not_found',
         message: `agent "${agentId}" has no terminal to attach to: set pty = true for it in agents.toml`,
@@ -118,7 +161,7 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
 
   /** Connects a viewer's WebSocket to the agent's session. */
   function attachViewer(ws: WebSocket, agentId: string, o: Omit<ViewerOptions, 'since'>): void {
-    const s = sessionOf(agentId);
+    const s = sessionOf(agentId, o);
     if (!(s instanceof TerminalSession)) {
       refuse(ws, s.error, s.message);
       return;
@@ -208,16 +251,25 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
       listener = await listenUnix(ctx.paths.svcdSock, (socket) => http.emit('connection', socket));
       offOpen = ctx.control.on('attach.open', onAttachOpen);
       ctx.mgmt.register('attach.list', async (): Promise<AttachListResult> => {
-        const items = source
-          .listAgents()
-          .filter((a) => source.terminal(a.id) !== null)
-          .map((a) => {
-            const t = source.terminal(a.id) as AgentTerminal;
+        const agents = source.listAgents();
+        const sizes = await Promise.all(
+          agents.map(async (a) => {
+            const t = source.terminal(a.id) ?? sessions.get(a.id)?.terminal;
+            if (t) return { cols: t.cols, rows: t.rows };
+            if (a.runtime === 'mux_hosted' && a.tmux && a.state === 'running')
+              return tmuxWindowSize(a.tmux, ctx.env);
+            return null;
+          }),
+        );
+        const items = agents
+          .map((a, i) => ({ a, size: sizes[i] }))
+          .filter((x): x is { a: (typeof agents)[number]; size: { cols: number; rows: number } } => !!x.size)
+          .map(({ a, size }) => {
             const s = sessions.get(a.id);
             return {
               agent_id: a.id,
-              cols: t.cols,
-              rows: t.rows,
+              cols: size.cols,
+              rows: size.rows,
               viewers: (s?.list() ?? []).map((v) => ({
                 id: v.id,
                 via: v.via,
@@ -242,6 +294,8 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
         );
       }
       sessions.clear();
+      for (const client of muxClients.values()) client.hangUp();
+      muxClients.clear();
       for (const ws of towerSockets) if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
       await listener?.close();
       wss.close();

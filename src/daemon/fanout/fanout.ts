@@ -12,6 +12,7 @@ import type { FanoutConfig } from './config-section.js';
 import { RateHold } from './hold.js';
 import { type Entry, FanoutListener, type LocalEvent } from './listener.js';
 import { MqttInput, type MqttMessage } from './mqtt.js';
+import { FanoutPosition } from './position.js';
 import { compareKeys, type EventKey, EventRing, formatEventKey, parseEventKey } from './ring.js';
 import { Upstream } from './upstream.js';
 
@@ -42,6 +43,18 @@ export class LocalSequence {
   private localSeq = 0;
 
   constructor(private readonly now: () => number) {}
+
+  /** Continues after the event svcd relayed last before a restart. */
+  continueAfter(k: EventKey): void {
+    this.lastTower = k.tower;
+    this.localSeq = k.local;
+  }
+
+  /** The tower's ids went back (a new tower database): number from `tower` on. */
+  rebase(tower: bigint): void {
+    this.lastTower = tower;
+    this.localSeq = 0;
+  }
 
   /** A tower event as a ring entry, or null when its id does not move forward (a duplicate). */
   tower(ev: FeedEvent, newest: EventKey | undefined): Entry | null {
@@ -110,6 +123,7 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
   let hold: RateHold | null = null;
   let mqttIn: MqttInput | null = null;
   let tokenFile: string | null = null;
+  let position: FanoutPosition | null = null;
 
   function status() {
     if (!config?.enable || !ring || !listener || !upstream || !hold) return { enabled: false };
@@ -152,6 +166,16 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
       const r = new EventRing<LocalEvent>(c.bufferEvents);
       ring = r;
       const seq = new LocalSequence(() => ctx.clock.now());
+      const pos = new FanoutPosition(ctx.state, ctx.clock, (e) =>
+        log.warn({ err: e }, 'fan-out: cannot save the relay position in state.db'),
+      );
+      position = pos;
+      const saved = await pos.load();
+      const savedKey = saved === null ? null : parseEventKey(saved);
+      if (savedKey) {
+        r.continueAfter(savedKey);
+        seq.continueAfter(savedKey);
+      }
       let token: string | null = null;
       if (c.listen.kind === 'tcp' && c.auth === 'token') {
         token = randomBytes(32).toString('base64url');
@@ -174,19 +198,21 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
         if (!e) return;
         r.push(e);
         l.broadcast(e);
+        pos.save(e.id);
       };
       const h = new RateHold({
         clock: ctx.clock,
         marginMs: c.holdMarginMs,
         release: (events) => {
           log.info({ events: events.length }, 'fan-out: rate-limit window reset; relaying held events');
-          for (const ev of events) emit(seq.tower(ev, r.newest()?.key));
+          for (const ev of events) emit(seq.tower(ev, r.lastKey()));
         },
       });
       hold = h;
       const up = new Upstream({
         url: upstreamUrl(ctx.tower.baseUrl, c),
         jwt: ctx.identity.jwt,
+        resumeAfter: savedKey ? String(savedKey.tower) : null,
         clock: ctx.clock,
         log,
         ...(deps.random ? { random: deps.random } : {}),
@@ -194,10 +220,17 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
         ready: () => (h.heldCount >= c.holdMaxEvents ? h.whenReleased() : Promise.resolve()),
         handlers: {
           event(ev) {
-            if (h.offer(ev) === 'pass') emit(seq.tower(ev, r.newest()?.key));
+            if (h.offer(ev) === 'pass') emit(seq.tower(ev, r.lastKey()));
             else if (h.heldCount >= c.holdMaxEvents) up.pause();
           },
           reset(info) {
+            const after = parseEventKey(info.resume_after);
+            const last = r.lastKey();
+            if (after && last && after.tower < last.tower) {
+              // The tower's ids started over: the old ones mean nothing in the new order.
+              r.clear();
+              seq.rebase(after.tower);
+            }
             emit(
               seq.local('reset', {
                 reason: `upstream_${info.reason}`,
@@ -257,6 +290,7 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
       await upstream?.stop();
       await mqttIn?.stop();
       hold?.stop();
+      await position?.flush();
       await listener?.close();
       upstream = null;
       mqttIn = null;

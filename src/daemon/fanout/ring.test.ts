@@ -58,6 +58,25 @@ describe('EventRing', () => {
     expect(new EventRing<string>(3).resume(parseEventKey('4'), '4').reset?.resume_after).toBe('0');
   });
 
+  it('continues after the position of a previous run: later ids resume, earlier ones reset', () => {
+    const r = new EventRing<string>(4);
+    r.continueAfter(parseEventKey('50.2')!);
+    expect(r.resume(parseEventKey('50.2'), '50.2')).toEqual({ entries: [], reset: null });
+    r.push({ key: parseEventKey('51')!, id: '51', value: '51' });
+    expect(ids(r.resume(parseEventKey('50.2'), '50.2'))).toEqual(['51']);
+    expect(r.resume(parseEventKey('50.1'), '50.1').reset?.resume_after).toBe('50.2');
+    expect(() => r.push({ key: parseEventKey('50.2')!, id: '50.2', value: 'x' })).toThrow(/increase/);
+  });
+
+  it('forgets everything on clear(), so old ids reset and lower ids may follow', () => {
+    const r = ringOf(['7', '8'], 4);
+    r.clear();
+    expect(r.size).toBe(0);
+    expect(r.resume(parseEventKey('8'), '8').reset).not.toBeNull();
+    r.push({ key: parseEventKey('2')!, id: '2', value: '2' });
+    expect(ids(r.resume(parseEventKey('1'), '1'))).toEqual(['2']);
+  });
+
   it('refuses keys that do not increase', () => {
     const r = ringOf(['3'], 4);
     expect(() => r.push({ key: parseEventKey('2')!, id: '2', value: '2' })).toThrow(/increase/);

@@ -58,15 +58,32 @@ export class EventRing<T> {
     this.slots = new Array(capacity);
   }
 
+  /**
+   * Declares that nothing after `k` is missing (svcd resumed after k, its last relayed event,
+   * before a restart). Only on an empty ring.
+   */
+  continueAfter(k: EventKey): void {
+    if (this.count > 0) throw new Error('continueAfter() needs an empty ring');
+    this.floor = k;
+  }
+
+  /** Forgets everything (the tower's ids started over): every resume id is then unknown. */
+  clear(): void {
+    this.slots.fill(undefined);
+    this.head = 0;
+    this.count = 0;
+    this.floor = null;
+  }
+
   get size(): number {
     return this.count;
   }
 
   /** Appends; keys must increase (the caller assigns them in order). */
   push(entry: RingEntry<T>): void {
-    const newest = this.newest();
-    if (newest && compareKeys(entry.key, newest.key) <= 0) {
-      throw new Error(`ring keys must increase: ${entry.id} after ${newest.id}`);
+    const last = this.newest()?.key ?? this.floor;
+    if (last && compareKeys(entry.key, last) <= 0) {
+      throw new Error(`ring keys must increase: ${entry.id} after ${formatEventKey(last)}`);
     }
     if (this.count === this.capacity) {
       const evicted = this.slots[this.head] as RingEntry<T>;
@@ -81,6 +98,11 @@ export class EventRing<T> {
 
   oldest(): RingEntry<T> | undefined {
     return this.count === 0 ? undefined : this.slots[this.head];
+  }
+
+  /** The newest key here, or the one the ring continues after. */
+  lastKey(): EventKey | undefined {
+    return this.newest()?.key ?? this.floor ?? undefined;
   }
 
   newest(): RingEntry<T> | undefined {

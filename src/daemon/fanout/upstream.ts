@@ -42,6 +42,8 @@ export interface UpstreamOptions {
   handlers: UpstreamHandlers;
   /** Before each connection: resolves when svcd may read upstream again (the hold is full). */
   ready(): Promise<void>;
+  /** The tower id to resume after at the first connect (svcd's position before a restart). */
+  resumeAfter?: string | null;
   random?: () => number;
   historySize?: number;
 }
@@ -64,6 +66,7 @@ export class Upstream {
 
   constructor(private readonly opts: UpstreamOptions) {
     this.backoff = new Backoff(opts.random ? { random: opts.random } : {});
+    this.lastId = opts.resumeAfter ?? null;
   }
 
   start(): void {

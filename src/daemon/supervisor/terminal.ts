@@ -36,11 +36,11 @@ export class PtyTerminal implements AgentTerminal {
   private constructor(
     readonly agentId: string,
     private readonly pty: nodePty.IPty,
-    log: RotatingLog,
+    log: RotatingLog | null,
   ) {
     pty.onData((d: string | Buffer) => {
       const chunk = typeof d === 'string' ? Buffer.from(d) : d;
-      log.write(chunk);
+      log?.write(chunk);
       for (const l of this.dataListeners) {
         try {
           l(chunk);
@@ -72,20 +72,25 @@ export class PtyTerminal implements AgentTerminal {
     argv: string[];
     cwd: string;
     env: NodeJS.ProcessEnv;
-    log: RotatingLog;
+    /** Where the output is kept; null when it is logged elsewhere (a tmux client: pipe-pane). */
+    log: RotatingLog | null;
+    cols?: number;
+    rows?: number;
   }): PtyTerminal {
     const [file, ...args] = o.argv;
     if (!file) throw new Error('empty command');
     // node-pty's child calls setsid(): it leads its own session and process group.
     const pty = nodePty.spawn(file, args, {
       name: 'xterm-256color',
-      cols: DEFAULT_COLS,
-      rows: DEFAULT_ROWS,
+      cols: o.cols ?? DEFAULT_COLS,
+      rows: o.rows ?? DEFAULT_ROWS,
       cwd: o.cwd,
       env: o.env,
       encoding: null,
     });
-    return new PtyTerminal(o.agentId, pty, o.log);
+    const t = new PtyTerminal(o.agentId, pty, o.log);
+    t.size = { cols: o.cols ?? DEFAULT_COLS, rows: o.rows ?? DEFAULT_ROWS };
+    return t;
   }
 
   get pid(): number {
@@ -132,6 +137,16 @@ export class PtyTerminal implements AgentTerminal {
       return;
     }
     this.size = { cols: c, rows: r };
+  }
+
+  /** Ends the terminal's process (a tmux client: detaches it; the agent's pane lives on). */
+  hangUp(): void {
+    if (this.exitInfo) return;
+    try {
+      this.pty.kill('SIGHUP');
+    } catch {
+      // already gone; its exit is on the way
+    }
   }
 
   pause(): void {

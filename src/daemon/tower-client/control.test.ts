@@ -23,7 +23,9 @@ describe('svcd control channel client', () => {
     };
     const d = (await t.call('POST', '/domains', { name: 'ctl-client' })).body as { id: string };
     const m = (await t.call('POST', `/domains/${d.id}/m`, { name: 'm' })).body as { id: string };
-    await t.call('POST', '/agents', { domain_id: d.id, runtime: 'beta_cli' }, node.jwt);
+    const agent = (await t.call('POST', '/agents', { domain_id: d.id, runtime: 'beta_cli' }, node.jwt))
+      .body as { id: string };
+    const statusOf = async () => (await t.call('GET', `/agents/${agent.id}`)).body.status;
     const clock = new FakeClock(Date.now());
     const control = createControlChannel({
       backendUrl: url,
@@ -43,6 +45,9 @@ describe('svcd control channel client', () => {
       id: string;
     };
     await waitFor('task_ready', () => ready.includes(task.id));
+    // Presence: sent at once while connected, and again in the hello after a reconnect.
+    control.setAgentStatus(agent.id, 'busy');
+    await waitFor('busy on the tower', async () => (await statusOf()) === 'busy');
 
     t.tower.ctx.nodes.closeAll();
     await waitFor('the drop to be noticed', () => !control.connected);
@@ -51,6 +56,9 @@ describe('svcd control channel client', () => {
     await clock.advance(500);
     await waitFor('reconnected', () => control.connected);
     expect(control.status?.()).toMatchObject({ connected: true, connects: 2 });
+    await waitFor('busy again after the hello', async () => (await statusOf()) === 'busy');
+    control.setAgentStatus(agent.id, null);
+    await waitFor('offline when the agent stops', async () => (await statusOf()) === 'offline');
     await control.stop();
     await waitFor('the tower to see it go', () => !t.tower.ctx.nodes.isOnline(node.id));
   });

@@ -10,6 +10,7 @@ import { Backoff } from '../../lib/backoff.js';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import {
+  type AgentStatusMsg,
   CONTROL_PATH,
   DEAD_AFTER_MS,
   HEARTBEAT_MS,
@@ -29,7 +30,14 @@ export interface ControlChannel extends Component {
   send(msg: NodeToTower): boolean;
   /** Resolves once connected (or when the daemon stops). */
   waitConnected(): Promise<void>;
+  /**
+   * Reports an agent's presence to the tower (agent_status now if connected; in the hello of
+   * every reconnection). Null: the agent stopped here (reported offline, then forgotten).
+   */
+  setAgentStatus(agentId: string, status: AgentPresence | null): void;
 }
+
+export type AgentPresence = AgentStatusMsg['status'];
 
 export interface ControlDeps {
   backendUrl: string;
@@ -37,7 +45,7 @@ export interface ControlDeps {
   version: string;
   clock: Clock;
   log: Logger;
-  /** Agents running now, for the hello of each (re)connection. */
+  /** Agents running now, for the hello of each (re)connection (default: setAgentStatus's). */
   agents?: () => { agent_id: string; status: string }[];
   random?: () => number;
 }
@@ -58,6 +66,8 @@ export function createControlChannel(deps: ControlDeps): ControlChannel {
   let lastError: string | null = null;
   let connectedSince: number | null = null;
   let waiters: (() => void)[] = [];
+  const presence = new Map<string, AgentPresence>();
+  const agentsNow = deps.agents ?? (() => [...presence].map(([agent_id, status]) => ({ agent_id, status })));
 
   function emit(msg: TowerToNode) {
     for (const fn of listeners.get(msg.type) ?? []) {
@@ -112,7 +122,7 @@ export function createControlChannel(deps: ControlDeps): ControlChannel {
           type: 'hello',
           version: deps.version,
           attach_secret: attachSecret,
-          agents: deps.agents?.() ?? [],
+          agents: agentsNow(),
         }),
       );
     });
@@ -181,6 +191,16 @@ export function createControlChannel(deps: ControlDeps): ControlChannel {
       if (!socket || !welcomed || socket.readyState !== WebSocket.OPEN) return false;
       socket.send(JSON.stringify(msg));
       return true;
+    },
+    setAgentStatus(agentId, status) {
+      if (status === null) {
+        if (!presence.delete(agentId)) return;
+      } else {
+        if (presence.get(agentId) === status) return;
+        presence.set(agentId, status);
+      }
+      const msg: AgentStatusMsg = { type: 'agent_status', agent_id: agentId, status: status ?? 'offline' };
+      if (socket && welcomed && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(msg));
     },
     waitConnected() {
       if (welcomed || stopped) return Promise.resolve();

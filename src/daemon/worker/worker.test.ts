@@ -107,6 +107,52 @@ describe('worker component', () => {
     });
     expect(groupAlive(runs[0]!.pgid)).toBe(false);
     expect(await createWorkerStore(t!.ctx.state).runs()).toEqual([]);
+    // Presence told to the tower: idle at start, busy while the subagent ran, idle after,
+    // and gone (offline) once the loop is stopped.
+    await waitFor('idle again', () => control.presence.at(-1)?.status === 'idle');
+    await t!.call('worker.stop', { now: true });
+    // (The channel sends a status only when it changes: repeats are collapsed here too.)
+    const changes = control.presence
+      .map((p) => [p.agent_id, p.status])
+      .filter((p, i, all) => i === 0 || p[1] !== all[i - 1]?.[1]);
+    expect(changes).toEqual([
+      ['agt_1', 'idle'],
+      ['agt_1', 'busy'],
+      ['agt_1', 'idle'],
+      ['agt_1', null],
+    ]);
+  });
+
+  it('reports its agent errored while claims fail, and idle once they work again', async () => {
+    const mesh = new FakeMesh();
+    mesh.claimError = new Error('tower unreachable');
+    const { make, control } = await setup(mesh);
+    await make().start();
+    await t!.call('worker.start', { runtime: 'alpha_code', domain_id: 'dom_1', poll_seconds: 3600 });
+    await waitFor('errored', () => control.presence.at(-1)?.status === 'errored');
+    mesh.claimError = null;
+    control.deliver({ type: 'task_ready', task_id: 'mt_x', mission_id: 'mis_1', domain_id: 'dom_1' });
+    await waitFor('idle', () => control.presence.at(-1)?.status === 'idle');
+  });
+
+  it('stops an ACP subagent of a task cancelled on the tower mid-prompt', async () => {
+    const mesh = new FakeMesh();
+    mesh.add('mt_a', 'sleep: 60');
+    const { make, control } = await setup(mesh);
+    await make().start();
+    await t!.call('worker.start', { runtime: 'alpha_agent_acp', domain_id: 'dom_1', poll_seconds: 3600 });
+    await waitFor('running', () => mesh.get('mt_a').state === 'running');
+    const runs = await waitFor('run recorded', async () => {
+      const r = await createWorkerStore(t!.ctx.state).runs();
+      return r.length === 1 ? r : null;
+    });
+    mesh.cancel('mt_a');
+    control.deliver({ type: 'task_cancelled', task_id: 'mt_a' });
+    await waitFor('cancelled', async () => {
+      const s = await t!.call<{ loops: LoopStatus[] }>('worker.status');
+      return s.loops[0]?.counts.cancelled === 1;
+    });
+    expect(groupAlive(runs[0]!.pgid)).toBe(false);
   });
 
   it('after a crash, kills the orphaned subagent and resumes the work loop', async () => {

@@ -141,7 +141,31 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
 
   function startLoop(row: LoopRow): Loop {
     const c = cfg().worker;
-    const loopApi = api(row.loop_key);
+    // Presence on the tower: idle while the loop waits for work, busy while a subagent runs,
+    // errored while claims fail (the tower refuses or cannot be reached).
+    let running = 0;
+    let claimFailing = false;
+    const presence = () => {
+      if (loops.get(row.loop_key) !== loop) return; // stopped: reported offline at stop
+      ctx.control.setAgentStatus(row.agent_id, running > 0 ? 'busy' : claimFailing ? 'errored' : 'idle');
+    };
+    const baseApi = api(row.loop_key);
+    const loopApi: MeshWorkApi = {
+      ...baseApi,
+      claim: (agentId) =>
+        baseApi.claim(agentId).then(
+          (lease) => {
+            claimFailing = false;
+            presence();
+            return lease;
+          },
+          (e: unknown) => {
+            claimFailing = true;
+            presence();
+            throw e;
+          },
+        ),
+    };
     const onOutcome = (o: SubagentOutcome) => {
       const message =
         o.state === 'failed' ? o.reason.split('\n')[0] : o.state === 'abandoned' ? o.reason : undefined;
@@ -157,6 +181,8 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
       onOutcome,
       execute: (lease, signal) => {
         emit({ loop: row.loop_key, type: 'claimed', task_id: lease.task.id, title: lease.task.title });
+        running++;
+        presence();
         return runSubagent(
           {
             runtimes: runner(),
@@ -185,14 +211,19 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
                 .catch((e: unknown) => log.warn({ err: e }, 'cannot record the run'));
             },
           },
-        ).finally(() =>
-          store.removeRun(lease.task.id).catch((e: unknown) => log.warn({ err: e }, 'cannot forget the run')),
-        );
+        ).finally(() => {
+          running--;
+          presence();
+          return store
+            .removeRun(lease.task.id)
+            .catch((e: unknown) => log.warn({ err: e }, 'cannot forget the run'));
+        });
       },
     });
     const loop = { row, claims };
     loops.set(row.loop_key, loop);
     claims.start();
+    presence();
     log.info({ agent: row.agent_id, runtime: row.runtime, domain: row.domain_id }, 'work loop started');
     return loop;
   }
@@ -320,6 +351,7 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
           const out = chosen.map(statusOf);
           for (const l of chosen) {
             loops.delete(l.row.loop_key);
+            ctx.control.setAgentStatus(l.row.agent_id, null);
             await store.removeLoop(l.row.loop_key);
             const stopping = l.claims.stop({ drain: !ref.now }).then(() => {
               emit({ loop: l.row.loop_key, type: 'stopped' });

@@ -37,6 +37,7 @@ function endMessage(
 
 export function TerminalView(props: { agent: string }) {
   const box = useRef<HTMLDivElement>(null);
+  const leave = useRef<HTMLButtonElement>(null);
   const term = useRef<Term | null>(null);
   const ws = useRef<WebSocket | null>(null);
   const [agent, setAgent] = useState<Agent | null>(null);
@@ -103,6 +104,15 @@ export function TerminalView(props: { agent: string }) {
         // A read-only viewer never resizes the agent's PTY (docs/attach.md).
         if (s?.readyState === WebSocket.OPEN && !readOnlyRef.current)
           s.send(JSON.stringify({ type: 'resize', cols, rows }));
+      });
+      // Every key goes to the agent, Tab included; Ctrl+] (the detach key of `svc attach`) moves
+      // the focus back to the toolbar, so keyboard users are never trapped in the terminal.
+      t.attachCustomKeyEventHandler((e) => {
+        if (e.ctrlKey && (e.key === ']' || e.code === 'BracketRight')) {
+          if (e.type === 'keydown') leave.current?.focus();
+          return false;
+        }
+        return true;
       });
       const enc = new TextEncoder();
       t.onData((d) => {
@@ -200,9 +210,10 @@ export function TerminalView(props: { agent: string }) {
           />{' '}
           Read-only
         </label>
-        <button type="button" onClick={() => setReload((n) => n + 1)}>
+        <button type="button" ref={leave} onClick={() => setReload((n) => n + 1)}>
           Reconnect
         </button>
+        <span class="muted">Keys go to the agent; Ctrl+] leaves the terminal.</span>
         <span class="muted mono">{props.agent}</span>
       </div>
       <p
