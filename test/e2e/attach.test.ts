@@ -4,13 +4,17 @@
 // output comes back, a resize reaches the PTY, the detach key restores the shell's terminal.
 // A browser-style client (ws with a ticket and an Origin) does the same; a svcd restart ends
 // open sessions with a frame and the next attach works; wrong domain and node offline are
-// refused with their codes.
+// refused with their codes; a node that rejects the signature answers secret_mismatch; a
+// viewer that comes back sees what it missed; attach open/close are matrix events in the
+// feed; random control frames and garbage through the tower hurt nothing.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { checkAttachOpen, closeCodeOf, NODE_ATTACH_PREFIX } from '../../src/protocol/attach.js';
+import { type AttachOpen, CONTROL_PATH } from '../../src/protocol/control.js';
 import { waitFor } from '../support/poll.js';
 import {
   type Proc,
@@ -376,6 +380,58 @@ describe('svc attach through the tower', () => {
     await waitFor('the agent through the tower', () => after.out().includes('echo: still answering'));
     after.ws.close();
     await after.closed;
+  });
+
+  it('refuses with secret_mismatch when the node does not accept the signature', async () => {
+    // A node whose secret changed without the tower learning it (the node here is the test,
+    // checking with the same function svcd uses; svcd's side is in gateway.test.ts).
+    const home2 = join(tmp.dir, 'mismatch');
+    mkdirSync(home2, { recursive: true, mode: 0o700 });
+    const nodeEnv = {
+      ...cli,
+      SVC_HOME: home2,
+      SVC_NODE_FILE: join(home2, 'node.json'),
+      SVC_TOKEN: adminToken,
+    };
+    const reg = await run(SVC_BIN, ['agent', 'node', 'register', '--hostname', 'mismatch-node'], nodeEnv);
+    expect(reg.stderr).toBe('');
+    expect(reg.code).toBe(0);
+    const other = JSON.parse(readFileSync(join(home2, 'node.json'), 'utf8')) as {
+      jwt: string;
+      node_id: string;
+    };
+    const wsBase = tower.url.replace(/^http/, 'ws');
+    const control = new WebSocket(`${wsBase}${CONTROL_PATH}`, {
+      headers: { authorization: `Bearer ${other.jwt}` },
+    });
+    try {
+      const welcomed = new Promise<void>((resolve) =>
+        control.on('message', (d) => {
+          const m = JSON.parse(d.toString()) as AttachOpen | { type: string };
+          if (m.type === 'welcome') resolve();
+          if (m.type !== 'attach.open') return;
+          const bad = checkAttachOpen('b'.repeat(64), m as AttachOpen, Date.now());
+          const back = new WebSocket(`${wsBase}${NODE_ATTACH_PREFIX}${(m as AttachOpen).stream_id}`, {
+            headers: { authorization: `Bearer ${other.jwt}` },
+          });
+          back.on('open', () =>
+            back.send(JSON.stringify({ type: 'error', ...bad }), () =>
+              back.close(closeCodeOf(bad?.code ?? 'internal')),
+            ),
+          );
+        }),
+      );
+      await new Promise((r) => control.once('open', r));
+      control.send(JSON.stringify({ type: 'hello', version: 'test', attach_secret: 'a'.repeat(64) }));
+      await welcomed;
+      const v = await wsViewer(wsUrl({ node: other.node_id, agent: 'anything' }), {
+        authorization: `Bearer ${adminToken}`,
+      });
+      expect(await v.closed).toBe(4403);
+      expect(v.frames).toMatchObject([{ type: 'error', code: 'secret_mismatch' }]);
+    } finally {
+      control.close();
+    }
   });
 
   it('refuses a credential of another domain', async () => {
