@@ -288,10 +288,12 @@ let load = [os.loadavg()[0]];
 const runs = [];
 if (process.env.BENCH_FEED_FROM_LOG) {
   runs.push(...runsFromLog(process.env.BENCH_FEED_FROM_LOG));
-  const line = readFileSync(process.env.BENCH_FEED_FROM_LOG, 'utf8')
+  // Logs of several runs may be joined: the load range covers them all.
+  const loads = readFileSync(process.env.BENCH_FEED_FROM_LOG, 'utf8')
     .split('\n')
-    .find((l) => l.startsWith('{"load"'));
-  load = line ? JSON.parse(line).load : [Number.NaN, Number.NaN];
+    .filter((l) => l.startsWith('{"load"'))
+    .flatMap((l) => JSON.parse(l).load);
+  load = loads.length ? [Math.min(...loads), Math.max(...loads)] : [Number.NaN, Number.NaN];
 } else {
   for (let round = 0; round < ROUNDS; round++) {
     for (const n of SIZES) for (const name of PEERS) runs.push(await measure(name, n));
@@ -336,6 +338,10 @@ for (const n of SIZES) {
   }
 }
 
+const roundsText = SIZES.map((n) => {
+  const k = runs.filter((r) => r.mem.peer === 'svc' && r.mem.n === n).length;
+  return `${k} round${k === 1 ? '' : 's'} at ${n} subscribers`;
+}).join(' and ');
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
 const table = [
   '| peer | subscribers | publish rate (events/s) | delivered / expected | delivered events/s | p50 ms | p99 ms | server CPU % | subscribers CPU % | server CPU µs per delivery |',
@@ -365,6 +371,13 @@ if (at200) {
   targets.push(
     `- p99 under 50 ms at 1 000 subscribers x 200 events/s: ${at200.p99 < 50 ? 'met' : 'not met'} (${fmt(at200.p99)} ms; socket.io ${fmt(row('socket.io', 1000, 200)?.p99)} ms).`,
   );
+  // What that load asks of the machine, from the CPU per delivery, against what it got.
+  const deliveries = 1000 * 200;
+  const serverCores = (at200.serverUsPerDelivery * deliveries) / 1e6;
+  const clientCores = (serverCores * at200.clientCpu) / at200.serverCpu;
+  targets.push(
+    `  It asks ${serverCores.toFixed(2)} of a core of the tower and ${clientCores.toFixed(2)} of the subscribers' process (${(at200.serverUsPerDelivery).toFixed(1)} µs of tower CPU per delivery x ${deliveries} deliveries/s), ${(serverCores + clientCores).toFixed(2)} of the 2 cores; in this run the two got ${((at200.serverCpu + at200.clientCpu) / 100).toFixed(2)} of a core together, so deliveries queued and latency measured that backlog.`,
+  );
 }
 const idle = SIZES.map((n) => mem('svc', n)).filter(Boolean);
 if (idle.length) {
@@ -390,16 +403,21 @@ writeSection(
 
 \`npm run bench -- feed\` on ${machine()}. One tower process (SQLite, rate limits on so every
 event carries its \`rate_limit\` block), subscribers in a second process on the same machine
-(plain \`node:http\` SSE readers for svc, \`socket.io-client\` for socket.io), each rate held for
-${SECONDS} s; figures are medians of ${ROUNDS} rounds, the peers alternating within each
-round. The machine is shared: the 1-minute load average was ${load.map((l) => l.toFixed(1)).join(' at the start, ')} at the
-end, so absolute figures move between runs; compare the peers within one run. socket.io 4 as BENCHMARKING.md recommends: websocket transport only,
+(the sampled ones \`node:http\` SSE readers for svc, \`socket.io-client\` for socket.io), each rate held for
+${SECONDS} s; figures are medians of ${roundsText}, the peers alternating within each
+round. The machine is shared: the 1-minute load average was between ${Math.min(...load).toFixed(1)} and ${Math.max(...load).toFixed(1)}, so absolute figures move between runs; compare the peers within one run. socket.io 4 as BENCHMARKING.md recommends: websocket transport only,
 \`perMessageDeflate: false\`, \`io.emit\` per event. Both move the same envelope (${MESSAGE_BYTES} bytes of
 JSON per event). Publish on svc is \`POST /nodes/events\` (a committed write through the event
 log, then the hub's fan-out); on socket.io an emit to the server. Latency is publisher
-timestamp → subscriber receive, sampled on 100 subscribers; delivered events/s counts every
-subscriber's deliveries from the first publish to the last receive. Server RSS per idle
-subscriber is (RSS with all connected and idle − RSS before) / subscribers, fresh server per size.
+timestamp → subscriber receive, sampled on the first 100 subscribers (full clients that parse
+every event); the others only count events in the bytes they receive, so the subscribers'
+process costs little beside the server. Delivered events/s counts every subscriber's
+deliveries from the first publish to the last receive. CPU % is the share of one core each
+process used over the step (user + system time from /proc), and server CPU µs per delivery
+is the server's CPU time over the events it delivered: unlike latency, load from other
+processes does not inflate it much, so it is the figure to compare when the machine is busy.
+Server RSS per idle subscriber is (RSS with all connected and idle − RSS before) /
+subscribers, fresh server per size.
 
 ${table.join('\n')}
 
@@ -409,9 +427,12 @@ Targets (issue 4), this run:
 
 ${targets.join('\n')}
 
-Both peers fall behind once the subscribers' process and the servers share what the other
-processes on this machine leave of its 2 cores: latency then measures the backlog, not the
-server. svc spends its CPU on one write per stream per read of the log, so it moves more
-events per second than socket.io (one write per event per socket) as the load grows.
+Latency only means something when the server and the subscribers get the CPU they ask for.
+Both peers fall behind once they share what the other processes on this machine leave of its
+2 cores: latency then measures the backlog, not the server (compare the CPU % columns with
+100 % of a core, and the load average above). svc spends its CPU on one write per stream per
+read of the log, with the bytes of a pass shared by every stream that gets the same events,
+so it costs less CPU per delivered event than socket.io (one write per event per socket) and
+moves more events per second as the load grows.
 `,
 );

@@ -12,6 +12,8 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 5);
 /** Tower and bare runs alternate, so load from elsewhere on the machine hits both alike. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 32;
+/** Requests sent to each target before measuring. */
+const WARMUP = Number(process.env.BENCH_HTTP_WARMUP ?? 5000);
 const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 function start(args, env = {}) {
@@ -107,8 +109,10 @@ async function measureStore(store) {
   const runs = Object.fromEntries(Object.keys(targets).map((k) => [k, []]));
   const results = {};
   try {
-    await cannon({ ...targets.towerGet, duration: 2 }); // warm-up
-    await cannon({ ...targets.bareGet, duration: 2 });
+    // Warm-up by request count, not time: on a loaded machine 2 s were a few hundred
+    // requests, and the tower's first thousands (JIT, lazily built paths) cost 3-4x later ones.
+    for (const opts of Object.values(targets))
+      await autocannon({ connections: CONNECTIONS, amount: WARMUP, ...opts });
     for (let round = 0; round < ROUNDS; round++) {
       for (const [name, opts] of Object.entries(targets)) runs[name].push(await cannon(opts, pids[name]));
     }
@@ -149,7 +153,7 @@ writeSection(
   `## http — tower REST vs a bare Fastify route
 
 Date ${today()}; machine: ${machine()}.
-Command: \`npm run build && npm run bench -- http\` (autocannon, ${CONNECTIONS} connections, ${DURATION} s per run after a 2 s warm-up; ${ROUNDS} rounds alternating tower and bare runs, medians reported; client in the bench process, each server in its own process).
+Command: \`npm run build && npm run bench -- http\` (autocannon, ${CONNECTIONS} connections, ${DURATION} s per run after a warm-up of ${WARMUP} requests per target; ${ROUNDS} rounds alternating tower and bare runs, medians reported; client in the bench process, each server in its own process).
 The tower route authenticates a service token (cached lookup), checks the domain/mission, runs the query and, for POST, writes the record and its feed event in one transaction. The bare route is Fastify with the same single query (SELECT by id, or one INSERT), no auth, no event.
 Load average (1 min) ${load.map((l) => l.toFixed(1)).join(' at the start, ')} at the end: the machine is shared, so req/s moves with what other processes leave; the CPU columns (server process user + system time per request, from /proc) do not, and compare the work each server does per request.
 Target: the tower within 2x of the bare route.
@@ -157,5 +161,12 @@ Target: the tower within 2x of the bare route.
 | store | route | tower req/s | tower p99 ms | bare req/s | bare p99 ms | bare/tower | tower CPU µs/req | bare CPU µs/req | CPU tower/bare | errors |
 |---|---|---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
+
+Reading: when the machine is loaded, req/s and p99 measure the share of the 2 cores each
+server got during its 5 s windows more than the server; the CPU columns are the steadier
+comparison of the work done per request (they still rise under contention: cache misses,
+context switches). The tower's extra work per request is authentication, the route's scope
+and domain checks, metrics, and for POST the feed event (on PostgreSQL also its numbering by
+the sequencer, feed/sequencer.ts).
 `,
 );

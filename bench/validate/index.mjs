@@ -189,7 +189,7 @@ function reading() {
   const http = rows.find((r) => r.name.startsWith('peer: tower'));
   return [
     `Reading: for a typical call (160 B) svcd adds ${fmt(def.p50)} µs p50 / ${fmt(def.p99)} µs p99 by default and ${fmt(wasm.p50)} / ${fmt(wasm.p99)} µs with a \`--booster-wasm\` module;`,
-    `the worker thread that makes a looping module stoppable and a trapping one harmless costs ${fmt(thread.p50 - fl.p50)} µs p50 over calling the module in-process (a message round trip between threads).`,
+    `the worker thread that makes a looping module stoppable and a trapping one harmless costs ${fmt(thread.p50 - fl.p50)} µs p50 over calling the module in-process (two thread wake-ups through shared memory).`,
     `A 64 KiB document costs ${fmt(large('svcd default').p50)} / ${fmt(large('svcd with').p50)} µs p50 (default / worker): Ajv walks the string for \`maxLength\` (code points) and the call is JSON-encoded and copied, so cost grows linearly with the payload; the large p99s of the in-process rows are garbage collections on this loaded machine.`,
     `Every figure is far below the tower round trip a refused or short-circuited call saves (${fmt(http.p50)} µs p50 here). The machine is shared and was heavily loaded (load average above, on 2 cores): compare rows of the same run, not absolute values.`,
   ].join('\n');
@@ -201,7 +201,7 @@ writeSection(
 
 Date ${today()}; machine: ${machine()}; load average at start ${load}.
 Command: \`npm run build && npm run bench -- validate\` (${CALLS} sequential calls after ${WARMUP} warm-up, ${ROUNDS} rounds, medians of the per-round p50/p99; one process, the built code from dist/; the tower in its own process, SQLite).
-Method: each row times one call of the real code path. "schema pack" is the compiled embedded pack (Ajv) on the tool's args; the booster rows include encoding the call as JSON (\`{"tool","args"}\`), which the pipeline does once; the pipeline rows are \`createToolCallValidation().check()\` as mcp.call runs it, with the telemetry sink a no-op (in svcd the outbox insert is started, not awaited, by the call; its cost is not in these figures). The worker booster is a module whose \`validate\` returns 1, run the way \`--booster-wasm\` runs it: payload posted to a worker thread, verdict posted back, a time-limit timer armed per call.
+Method: each row times one call of the real code path. "schema pack" is the compiled embedded pack (Ajv) on the tool's args; the booster rows include encoding the call as JSON (\`{"tool","args"}\`), which the pipeline does once; the pipeline rows are \`createToolCallValidation().check()\` as mcp.call runs it, with the telemetry sink a no-op (in svcd the outbox insert is started, not awaited, by the call; its cost is not in these figures). The worker booster is a module whose \`validate\` returns 1, run the way \`--booster-wasm\` runs it: payload copied into memory shared with its worker thread, which waits for it in \`Atomics.wait\`; svcd awaits the verdict with \`Atomics.waitAsync\`, the time limit as its timeout. An earlier version passed messages (\`postMessage\` both ways): about 50-65 µs p50 for the 160 B call on this machine, under the same load.
 Peers: the same module called in-process without isolation (the floor: what the worker thread costs is the difference), and the tower's own \`/mcp/call\` round trip, which every refused or short-circuited call avoids.
 
 ${table}

@@ -4,12 +4,17 @@
 // output comes back, a resize reaches the PTY, the detach key restores the shell's terminal.
 // A browser-style client (ws with a ticket and an Origin) does the same; a svcd restart ends
 // open sessions with a frame and the next attach works; wrong domain and node offline are
-// refused with their codes.
+// refused with their codes; a node that rejects the signature answers secret_mismatch; a
+// viewer that comes back sees what it missed; attach open/close are matrix events in the
+// feed; random control frames and garbage through the tower hurt nothing.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { checkAttachOpen, closeCodeOf, NODE_ATTACH_PREFIX } from '../../src/protocol/attach.js';
+import { type AttachOpen, CONTROL_PATH } from '../../src/protocol/control.js';
 import { waitFor } from '../support/poll.js';
 import {
   type Proc,
@@ -22,6 +27,7 @@ import {
   type TowerProc,
 } from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';
+import { captureFeed } from './feed-capture.js';
 
 const TMUX_SOCKET = `svc-e2e-attach-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 const tmp = makeTempDir('svc-e2e-attach-');
@@ -201,6 +207,14 @@ function wsViewer(url: string, headers: Record<string, string> = {}): Promise<Ws
   });
 }
 
+/** The events in an SSE capture (its data: lines). */
+function feedEvents(text: string): Record<string, unknown>[] {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('data: '))
+    .map((l) => JSON.parse(l.slice(6)) as Record<string, unknown>);
+}
+
 const wsUrl = (q: Record<string, string>) =>
   `${tower.url.replace(/^http/, 'ws')}/api/attach-ws?${new URLSearchParams(q)}`;
 
@@ -235,7 +249,8 @@ describe('svc attach through the tower', () => {
     const t = await ticket({ node: nodeId, agent: agentId });
     expect(t.status).toBe(201);
     expect(t.json).toMatchObject({ node: nodeId, agent: agentId, read_only: false });
-    const v = await wsViewer(wsUrl({ ticket: t.json.ticket as string, cols: '80', rows: '24' }), {
+    // As a browser page would open it: the ticket in ?token= (?ticket= is the same).
+    const v = await wsViewer(wsUrl({ token: t.json.ticket as string, cols: '80', rows: '24' }), {
       origin: tower.url,
     });
     await waitFor('the screen snapshot', () => v.out().includes('echo: hello via tower'));
@@ -282,6 +297,141 @@ describe('svc attach through the tower', () => {
     await waitFor('the echo after coming back', () => b.out().includes('echo: back again'));
     b.ws.close();
     await b.closed;
+  });
+
+  it('records every attach through the tower as a matrix event: who, which agent, how long', async () => {
+    const feed = captureFeed(tower.url, adminToken);
+    try {
+      const tok = (
+        JSON.parse(
+          await svc([
+            '--json',
+            'token',
+            'create',
+            '--name',
+            'watcher',
+            '--scope',
+            'feed:read',
+            '--domain',
+            domainId,
+          ]),
+        ) as { token: string }
+      ).token;
+      const v = await wsViewer(wsUrl({ node: nodeId, agent: agentId, read_only: '1' }), {
+        authorization: `Bearer ${tok}`,
+      });
+      await waitFor('the snapshot', () => v.out().length > 0);
+      v.ws.close();
+      await v.closed;
+      const mine = await waitFor('the open and close events', () => {
+        const evs = feedEvents(feed.text()).filter(
+          (e) => e.type === 'matrix' && (e.payload as { who?: string }).who === 'watcher',
+        );
+        return evs.length === 2 ? evs : null;
+      });
+      expect(mine.map((e) => [e.status, e.agent_id])).toEqual([
+        ['attach_opened', agentId],
+        ['attach_closed', agentId],
+      ]);
+      const [opened, closed] = mine.map((e) => e.payload as Record<string, unknown>);
+      expect(opened).toMatchObject({ node_id: nodeId, agent_id: agentId, via: 'tower', read_only: true });
+      expect(closed?.viewer_id).toBe(opened?.viewer_id);
+      expect(closed?.duration_ms).toEqual(expect.any(Number));
+      expect(closed?.duration_ms as number).toBeGreaterThanOrEqual(0);
+    } finally {
+      await feed.stop();
+    }
+  });
+
+  it('survives random control frames, binary garbage and absurd sizes through the tower', async () => {
+    const auth = { authorization: `Bearer ${adminToken}` };
+    const frame = fc.oneof(
+      fc.json(),
+      fc.string(),
+      fc
+        .record({
+          type: fc.constantFrom('resize', 'exit', 'error', 'attach.open'),
+          cols: fc.oneof(fc.integer(), fc.double(), fc.constant(1e308), fc.string()),
+          rows: fc.oneof(fc.integer(), fc.double(), fc.constant(-1), fc.constant(null)),
+          code: fc.oneof(fc.string(), fc.integer()),
+        })
+        .map((o) => JSON.stringify(o)),
+    );
+    const sizes = fc.oneof(
+      fc.constant('1e308'),
+      fc.constant('-5'),
+      fc.constant('NaN'),
+      fc.integer().map(String),
+    );
+    for (const [cols, rows] of fc.sample(fc.tuple(sizes, sizes), 5)) {
+      const v = await wsViewer(wsUrl({ node: nodeId, agent: agentId, cols, rows }), auth);
+      await waitFor('the snapshot', () => v.out().length > 0);
+      for (const f of fc.sample(frame, 60)) v.ws.send(f);
+      // No control bytes: a stray ^C or ^D would end the agent, which is not what this tests.
+      for (const g of fc.sample(fc.uint8Array({ maxLength: 64 }), 10))
+        v.ws.send(Buffer.from(g.filter((b) => b >= 0x20 && b < 0x7f)), { binary: true });
+      v.ws.send(Buffer.from('\x15'), { binary: true }); // ^U: drop the garbage line
+      v.ws.close();
+      await v.closed;
+    }
+    expect((await fetch(`${tower.url}/healthz`)).status).toBe(200);
+    const after = await wsViewer(wsUrl({ node: nodeId, agent: agentId, cols: '100', rows: '30' }), auth);
+    after.ws.send(Buffer.from('\x15still answering\r'));
+    await waitFor('the agent through the tower', () => after.out().includes('echo: still answering'));
+    after.ws.close();
+    await after.closed;
+  });
+
+  it('refuses with secret_mismatch when the node does not accept the signature', async () => {
+    // A node whose secret changed without the tower learning it (the node here is the test,
+    // checking with the same function svcd uses; svcd's side is in gateway.test.ts).
+    const home2 = join(tmp.dir, 'mismatch');
+    mkdirSync(home2, { recursive: true, mode: 0o700 });
+    const nodeEnv = {
+      ...cli,
+      SVC_HOME: home2,
+      SVC_NODE_FILE: join(home2, 'node.json'),
+      SVC_TOKEN: adminToken,
+    };
+    const reg = await run(SVC_BIN, ['agent', 'node', 'register', '--hostname', 'mismatch-node'], nodeEnv);
+    expect(reg.stderr).toBe('');
+    expect(reg.code).toBe(0);
+    const other = JSON.parse(readFileSync(join(home2, 'node.json'), 'utf8')) as {
+      jwt: string;
+      node_id: string;
+    };
+    const wsBase = tower.url.replace(/^http/, 'ws');
+    const control = new WebSocket(`${wsBase}${CONTROL_PATH}`, {
+      headers: { authorization: `Bearer ${other.jwt}` },
+    });
+    try {
+      const welcomed = new Promise<void>((resolve) =>
+        control.on('message', (d) => {
+          const m = JSON.parse(d.toString()) as AttachOpen | { type: string };
+          if (m.type === 'welcome') resolve();
+          if (m.type !== 'attach.open') return;
+          const bad = checkAttachOpen('b'.repeat(64), m as AttachOpen, Date.now());
+          const back = new WebSocket(`${wsBase}${NODE_ATTACH_PREFIX}${(m as AttachOpen).stream_id}`, {
+            headers: { authorization: `Bearer ${other.jwt}` },
+          });
+          back.on('open', () =>
+            back.send(JSON.stringify({ type: 'error', ...bad }), () =>
+              back.close(closeCodeOf(bad?.code ?? 'internal')),
+            ),
+          );
+        }),
+      );
+      await new Promise((r) => control.once('open', r));
+      control.send(JSON.stringify({ type: 'hello', version: 'test', attach_secret: 'a'.repeat(64) }));
+      await welcomed;
+      const v = await wsViewer(wsUrl({ node: other.node_id, agent: 'anything' }), {
+        authorization: `Bearer ${adminToken}`,
+      });
+      expect(await v.closed).toBe(4403);
+      expect(v.frames).toMatchObject([{ type: 'error', code: 'secret_mismatch' }]);
+    } finally {
+      control.close();
+    }
   });
 
   it('refuses a credential of another domain', async () => {

@@ -2,12 +2,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/poll.js';
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { systemClock } from '../../lib/clock.js';
 import { defaultSvcdConfig } from '../config/config.js';
 import { SessionRegistry } from '../secrets/index.js';
 import type { ProgressUpdate } from './progress.js';
-import { createRuntimeRunner, type RuntimeRunner, withSudoHint } from './runner.js';
+import { createRuntimeRunner, type RunResult, type RuntimeRunner, withSudoHint } from './runner.js';
 
 describe('runtime runner', () => {
   let tmp: ReturnType<typeof makeTempDir>;
@@ -117,6 +118,31 @@ describe('runtime runner', () => {
       onSpawn: () => abort.abort(),
     });
     expect(await run).toMatchObject({ ok: false, failure: 'cancelled' });
+  });
+
+  it('stops a cancelled ACP run mid-prompt, and its agent process with it', async () => {
+    const abort = new AbortController();
+    let pid = 0;
+    const progressed = new Promise<void>((resolve) => {
+      const run = runner.run({
+        runtime: 'alpha_agent_acp',
+        prompt: 'sleep: 120',
+        workdir: tmp.dir,
+        agentId: 'a7',
+        signal: abort.signal,
+        onSpawn: (p) => {
+          pid = p;
+        },
+        onProgress: () => resolve(),
+      });
+      void run.then((r) => results.push(r));
+    });
+    const results: RunResult[] = [];
+    await progressed;
+    abort.abort();
+    const r = await waitFor('the cancelled run to end', () => results[0]);
+    expect(r).toMatchObject({ ok: false, failure: 'cancelled' });
+    expect(() => process.kill(pid, 0)).toThrow();
   });
 
   it('says why a program cannot start', async () => {

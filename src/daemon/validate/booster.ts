@@ -5,7 +5,7 @@
 // decide anything else: what a verdict means is pipeline.ts's.
 import { readFile } from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
-import type { Clock, TimerHandle } from '../../lib/clock.js';
+import type { Clock } from '../../lib/clock.js';
 
 export type BoosterVerdict = 'reject' | 'pass' | 'short_circuit';
 
@@ -104,22 +104,36 @@ export function embeddedBooster(): Booster {
   };
 }
 
+// The worker and svcd share two buffers: `ctrl` (Int32: request seq, reply seq, verdict,
+// length, error flag) and `data` (the payload in, an error message out). The worker blocks in
+// Atomics.wait and svcd in Atomics.waitAsync: a call costs two thread wake-ups and no message
+// serialization (about half the latency of postMessage, see BENCHMARKS.md ## validate).
+const REQ = 0;
+const REPLY = 1;
+const CODE = 2;
+const LEN = 3;
+const FAILED = 4;
+/** mcp.call arrives on one mgmt.sock line, so its JSON payload fits in this (MGMT_MAX_LINE_BYTES). */
+const DATA_BYTES = 1024 * 1024 + 1024;
+
 // Plain JS (eval'd), so the same code runs from src/ under vitest and from dist/.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const mod = workerData.module;
+const ctrl = new Int32Array(workerData.ctrl);
+const data = new Uint8Array(workerData.data);
 let ex = null;
 const instantiate = () => { ex = new WebAssembly.Instance(mod, {}).exports; };
 const message = (e) => (e instanceof WebAssembly.RuntimeError ? 'trapped: ' : '') + (e && e.message ? e.message : String(e));
-function run(payload) {
+function run(len) {
   if (!ex) instantiate();
-  const ptr = ex.alloc(payload.length) >>> 0;
+  const ptr = ex.alloc(len) >>> 0;
   const mem = new Uint8Array(ex.memory.buffer);
-  if (ptr + payload.length > mem.length) {
-    throw new Error('alloc(' + payload.length + ') returned ' + ptr + ': outside the module\\'s memory (' + mem.length + ' bytes)');
+  if (ptr + len > mem.length) {
+    throw new Error('alloc(' + len + ') returned ' + ptr + ': outside the module\\'s memory (' + mem.length + ' bytes)');
   }
-  mem.set(payload, ptr);
-  return ex.validate(ptr, payload.length);
+  mem.set(data.subarray(0, len), ptr);
+  return ex.validate(ptr, len);
 }
 try {
   instantiate();
@@ -127,31 +141,51 @@ try {
 } catch (e) {
   parentPort.postMessage({ ready: false, error: message(e) });
 }
-parentPort.on('message', (payload) => {
+// Fresh buffers: no request before ready, and reading it after posting ready would race.
+let last = 0;
+for (;;) {
+  Atomics.wait(ctrl, ${REQ}, last);
+  last = Atomics.load(ctrl, ${REQ});
   try {
-    parentPort.postMessage({ code: run(payload) });
+    ctrl[${CODE}] = run(ctrl[${LEN}]);
+    ctrl[${FAILED}] = 0;
   } catch (e) {
     // After a trap the instance's memory may be half-written: the next call gets a fresh one.
     ex = null;
-    parentPort.postMessage({ error: message(e) });
+    const text = new TextEncoder().encode(message(e)).subarray(0, 4096);
+    data.set(text);
+    ctrl[${LEN}] = text.length;
+    ctrl[${FAILED}] = 1;
   }
-});
+  Atomics.store(ctrl, ${REPLY}, last);
+  Atomics.notify(ctrl, ${REPLY});
+}
 `;
+
+type WaitResult = 'ok' | 'not-equal' | 'timed-out';
+/** Atomics.waitAsync (Node >= 16; typed only from lib es2024, newer than ours). */
+const waitAsync = (
+  Atomics as unknown as {
+    waitAsync(
+      a: Int32Array,
+      index: number,
+      value: number,
+      timeoutMs: number,
+    ): { async: false; value: WaitResult } | { async: true; value: Promise<WaitResult> };
+  }
+).waitAsync;
 
 /** Starting a worker is not the module's run: it gets its own, generous, limit. */
 const STARTUP_LIMIT_MS = 10_000;
 
-interface Pending {
-  /** The worker running this call: a late event from a terminated one must not settle it. */
-  worker: Worker;
-  resolve(o: BoosterOutcome): void;
-  timer: TimerHandle;
-}
-
 interface Slot {
   worker: Worker;
+  ctrl: Int32Array;
+  data: Uint8Array;
   /** null once the instance is up, else why it cannot start. */
   ready: Promise<string | null>;
+  /** Resolves with a reason when the worker dies. */
+  died: Promise<string>;
 }
 
 /**
@@ -176,25 +210,19 @@ export async function loadBooster(
   }
 
   let slot: Slot | null = null;
-  let pending: Pending | null = null;
   let tail: Promise<unknown> = Promise.resolve();
   let closed = false;
 
-  const settle = (from: Worker, o: BoosterOutcome) => {
-    const p = pending;
-    if (p?.worker !== from) return;
-    pending = null;
-    p.timer.cancel();
-    p.resolve(o);
-  };
   const drop = (s: Slot) => {
     if (slot === s) slot = null;
     void s.worker.terminate();
   };
   const spawn = (m: WebAssembly.Module): Slot => {
+    const ctrl = new Int32Array(new SharedArrayBuffer(5 * 4));
+    const data = new Uint8Array(new SharedArrayBuffer(DATA_BYTES));
     const w = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { module: m },
+      workerData: { module: m, ctrl: ctrl.buffer, data: data.buffer },
       // The module's own memory is Wasm memory; this bounds the worker's JS heap only.
       resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16 },
     });
@@ -209,32 +237,34 @@ export async function loadBooster(
         resolve(why);
       };
     });
-    w.on('message', (msg: { ready?: boolean; code?: number; error?: string }) => {
-      if (msg.ready !== undefined)
-        started(msg.ready ? null : `booster ${path}: ${msg.error ?? 'cannot start'}`);
-      else
-        settle(
-          w,
-          msg.error !== undefined ? { verdict: 'error', reason: msg.error } : verdictOf(msg.code ?? -1),
-        );
+    const died = new Promise<string>((resolve) => {
+      w.on('error', (e) => {
+        started(`booster worker failed: ${e.message}`);
+        resolve(`booster worker failed: ${e.message}`);
+      });
+      w.on('exit', () => {
+        if (slot?.worker === w) slot = null;
+        started('booster worker exited');
+        resolve('booster worker exited');
+      });
     });
-    w.on('error', (e) => {
-      started(`booster worker failed: ${e.message}`);
-      settle(w, { verdict: 'error', reason: `booster worker failed: ${e.message}` });
+    w.on('message', (msg: { ready?: boolean; error?: string }) => {
+      started(msg.ready ? null : `booster ${path}: ${msg.error ?? 'cannot start'}`);
     });
-    w.on('exit', () => {
-      if (slot?.worker === w) slot = null;
-      started('booster worker exited');
-      settle(w, { verdict: 'error', reason: 'booster worker exited' });
-    });
-    // An idle worker must not keep svcd (or a test) alive.
+    // An idle worker must not keep svcd (or a test) alive; a call refs it while it waits.
     w.unref();
-    return { worker: w, ready };
+    return { worker: w, ctrl, data, ready, died };
   };
 
   const runOne = async (payload: Uint8Array): Promise<BoosterOutcome> => {
     if (loadError || !mod) return { verdict: 'error', reason: loadError ?? 'no module' };
     if (closed) return { verdict: 'error', reason: 'booster is closed' };
+    if (payload.length > DATA_BYTES) {
+      return {
+        verdict: 'error',
+        reason: `payload of ${payload.length} bytes exceeds the booster's ${DATA_BYTES}`,
+      };
+    }
     slot ??= spawn(mod);
     const s = slot;
     const notStarted = await s.ready;
@@ -242,18 +272,32 @@ export async function loadBooster(
       drop(s);
       return { verdict: 'error', reason: notStarted };
     }
-    return new Promise<BoosterOutcome>((resolve) => {
-      const timer = opts.clock.setTimeout(() => {
-        // A loop cannot be interrupted from inside: the worker goes, the next call gets a new one.
-        settle(s.worker, {
-          verdict: 'error',
-          reason: `validate() ran longer than the ${timeLimitMs} ms time limit`,
-        });
+    const { ctrl, data } = s;
+    data.set(payload);
+    ctrl[LEN] = payload.length;
+    const before = Atomics.load(ctrl, REPLY);
+    const seq = (Atomics.add(ctrl, REQ, 1) + 1) | 0;
+    Atomics.notify(ctrl, REQ);
+    const wait = waitAsync(ctrl, REPLY, before, timeLimitMs);
+    // A pending waitAsync does not keep the event loop alive; the worker handle does.
+    s.worker.ref();
+    try {
+      const outcome = wait.async ? await Promise.race([wait.value, s.died]) : wait.value;
+      if (Atomics.load(ctrl, REPLY) !== seq) {
         drop(s);
-      }, timeLimitMs);
-      pending = { worker: s.worker, resolve, timer };
-      s.worker.postMessage(payload);
-    });
+        // A loop cannot be interrupted from inside: the worker goes, the next call gets a new one.
+        if (outcome === 'timed-out') {
+          return { verdict: 'error', reason: `validate() ran longer than the ${timeLimitMs} ms time limit` };
+        }
+        return { verdict: 'error', reason: outcome === 'ok' ? 'booster worker out of step' : outcome };
+      }
+    } finally {
+      s.worker.unref();
+    }
+    if (ctrl[FAILED] === 1) {
+      return { verdict: 'error', reason: new TextDecoder().decode(data.slice(0, ctrl[LEN])) };
+    }
+    return verdictOf(ctrl[CODE] ?? -1);
   };
 
   // Warm: the first call should not pay for a worker start.

@@ -135,6 +135,26 @@ describe('worker component', () => {
     await waitFor('idle', () => control.presence.at(-1)?.status === 'idle');
   });
 
+  it('stops an ACP subagent of a task cancelled on the tower mid-prompt', async () => {
+    const mesh = new FakeMesh();
+    mesh.add('mt_a', 'sleep: 60');
+    const { make, control } = await setup(mesh);
+    await make().start();
+    await t!.call('worker.start', { runtime: 'alpha_agent_acp', domain_id: 'dom_1', poll_seconds: 3600 });
+    await waitFor('running', () => mesh.get('mt_a').state === 'running');
+    const runs = await waitFor('run recorded', async () => {
+      const r = await createWorkerStore(t!.ctx.state).runs();
+      return r.length === 1 ? r : null;
+    });
+    mesh.cancel('mt_a');
+    control.deliver({ type: 'task_cancelled', task_id: 'mt_a' });
+    await waitFor('cancelled', async () => {
+      const s = await t!.call<{ loops: LoopStatus[] }>('worker.status');
+      return s.loops[0]?.counts.cancelled === 1;
+    });
+    expect(groupAlive(runs[0]!.pgid)).toBe(false);
+  });
+
   it('after a crash, kills the orphaned subagent and resumes the work loop', async () => {
     const mesh = new FakeMesh();
     const { ctx, make } = await setup(mesh);
