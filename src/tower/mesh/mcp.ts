@@ -94,6 +94,14 @@ export async function mcpRoutes(app: FastifyInstance, ctx: TowerContext, mesh: M
         case 'complete_mesh_task':
           result = await mesh.complete(p, a.task_id, a.lease_id, (args as { result?: unknown }).result);
           break;
+        case 'complete_mesh_tasks':
+          result = {
+            items: await mesh.completeMany(
+              p,
+              (args as { items: { task_id: string; lease_id: string; result?: unknown }[] }).items,
+            ),
+          };
+          break;
         case 'fail_mesh_task':
           result = await mesh.fail(p, a.task_id, a.lease_id, a.reason);
           break;
