@@ -121,8 +121,9 @@ async function drain(claim, complete) {
         const list = Array.isArray(c) ? c : c ? [c] : [];
         if (list.length === 0) return;
         for (const one of list) {
-          await complete(i, one);
-          done++;
+          // `complete` may finish a whole batch at once and return how many it did.
+          const n = await complete(i, one);
+          done += typeof n === 'number' ? n : 1;
         }
       }
     }),
@@ -136,12 +137,26 @@ async function runSvc(http, batch) {
   const t = await svcTower();
   try {
     await t.enqueue(N);
+    if (!http && batch) {
+      // The batch claimed in one call is completed in one call (completeMany).
+      return await drain(
+        async (i) => {
+          const claims = await t.mesh.claimMany(ADMIN, t.agents[i].id, t.mission.id, BATCH);
+          return claims.length > 0 ? [claims] : null;
+        },
+        async (_i, claims) => {
+          const r = await t.mesh.completeMany(
+            ADMIN,
+            claims.map((c) => ({ task_id: c.task.id, lease_id: c.lease_id })),
+          );
+          if (!r.every((x) => x.ok)) throw new Error('a completion failed');
+          return claims.length;
+        },
+      );
+    }
     if (!http) {
       return await drain(
-        (i) =>
-          batch
-            ? t.mesh.claimMany(ADMIN, t.agents[i].id, t.mission.id, BATCH)
-            : t.mesh.claim(ADMIN, t.agents[i].id, t.mission.id),
+        (i) => t.mesh.claim(ADMIN, t.agents[i].id, t.mission.id),
         (_i, c) => t.mesh.complete(ADMIN, c.task.id, c.lease_id, null),
       );
     }
@@ -156,17 +171,28 @@ async function runSvc(http, batch) {
       if (r.status !== 200) throw new Error(`${tool}: ${r.status} ${JSON.stringify(body)}`);
       return body.result;
     };
+    if (batch) {
+      // The batch claimed in one call is completed in one call (complete_mesh_tasks).
+      return await drain(
+        async (i) => {
+          const r = await mcp('claim_mesh_tasks', {
+            agent_id: t.agents[i].id,
+            mission_id: t.mission.id,
+            max: BATCH,
+          });
+          return r.items.length > 0 ? [r.items] : null;
+        },
+        async (_i, claims) => {
+          const r = await mcp('complete_mesh_tasks', {
+            items: claims.map((c) => ({ task_id: c.task.id, lease_id: c.lease_id })),
+          });
+          if (!r.items.every((x) => x.ok)) throw new Error('a completion failed');
+          return claims.length;
+        },
+      );
+    }
     return await drain(
-      async (i) =>
-        batch
-          ? (
-              await mcp('claim_mesh_tasks', {
-                agent_id: t.agents[i].id,
-                mission_id: t.mission.id,
-                max: BATCH,
-              })
-            ).items
-          : mcp('claim_mesh_task', { agent_id: t.agents[i].id, mission_id: t.mission.id }),
+      (i) => mcp('claim_mesh_task', { agent_id: t.agents[i].id, mission_id: t.mission.id }),
       (_i, c) => mcp('complete_mesh_task', { task_id: c.task.id, lease_id: c.lease_id }),
     );
   } finally {
@@ -351,11 +377,13 @@ local PostgreSQL server, each in a fresh schema, clients in the bench process.
   PostgreSQL each claim is one statement (pick with \`FOR UPDATE SKIP LOCKED\`, update, append
   the \`matrix\` event), completes of concurrent claimers are coalesced into shared statements.
 - **svc-batch**: the same, each claimer claiming up to ${BATCH} tasks per call
-  (\`MeshService.claimMany\`, the \`claim_mesh_tasks\` tool) and completing them one by one:
-  the counterpart of graphile-worker's local queue.
-- **svc-http** / **svc-http-batch**: the same through HTTP, \`POST /mcp/call\`
-  \`claim_mesh_task\` (or \`claim_mesh_tasks\` with \`max: ${BATCH}\`) / \`complete_mesh_task\`
-  with a node JWT (fetch, keep-alive, client in the tower's process), rate limit off.
+  (\`MeshService.claimMany\`, the \`claim_mesh_tasks\` tool) and completing them in one call
+  (\`completeMany\`, \`complete_mesh_tasks\`): the counterpart of graphile-worker's local queue
+  and batched completions.
+- **svc-http**: the same through HTTP, \`POST /mcp/call\` \`claim_mesh_task\` /
+  \`complete_mesh_task\` with a node JWT (fetch, keep-alive, client in the tower's process),
+  rate limit off. **svc-http-batch**: \`claim_mesh_tasks\` with \`max: ${BATCH}\`, then the
+  batch completed in one \`complete_mesh_tasks\` call.
 - **graphile-worker 0.17**: \`localQueue.size = 200\`, \`completeJobBatchDelay: 0\`,
   \`failJobBatchDelay: 0\`, concurrency ${C}; jobs added with \`addJobs\`. No per-claim latency
   (claims are batched by the local queue).

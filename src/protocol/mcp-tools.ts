@@ -58,6 +58,11 @@ export const MCP_TOOLS: Record<McpToolName, McpToolInfo> = {
     scope: 'work:write',
   },
   complete_mesh_task: { description: 'Complete a mesh task with an optional result.', scope: 'work:write' },
+  complete_mesh_tasks: {
+    description:
+      'Complete several mesh tasks at once; returns {items: [{task_id, ok, task} or {task_id, ok: false, code, detail}]} in the order given.',
+    scope: 'work:write',
+  },
   fail_mesh_task: { description: 'Fail a mesh task with a reason.', scope: 'work:write' },
   retry_mesh_task: { description: 'Send a failed mesh task back to pending.', scope: 'work:write' },
   get_mesh_task: { description: 'Read one mesh task.', scope: 'feed:read' },

@@ -130,6 +130,12 @@ export const TOOL_ARGS = {
     data: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   }),
   complete_mesh_task: obj({ ...TaskLease, result: Type.Optional(Type.Unknown()) }),
+  complete_mesh_tasks: obj({
+    items: Type.Array(obj({ ...TaskLease, result: Type.Optional(Type.Unknown()) }), {
+      minItems: 1,
+      maxItems: 100,
+    }),
+  }),
   fail_mesh_task: obj({ ...TaskLease, reason: Type.String({ minLength: 1, maxLength: 10_000 }) }),
   retry_mesh_task: obj({ task_id: Id }),
   get_mesh_task: obj({ task_id: Id }),

@@ -248,6 +248,11 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         nodeSocket.close(1001, 'tower shutting down');
       };
       ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
+      if (ctx.shutdown.aborted) {
+        // An aborted signal never fires again.
+        unwatch();
+        return onShutdown();
+      }
       pipeSockets(
         viewer,
         nodeSocket,

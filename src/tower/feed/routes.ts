@@ -167,6 +167,7 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         const onShutdown = () => finish('tower shutting down');
         ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
         res.on('close', () => ctx.shutdown.removeEventListener('abort', onShutdown));
+        if (ctx.shutdown.aborted) return onShutdown(); // an aborted signal never fires again
         sub = await hub.subscribe(principal, filterOf(q), after, {
           deliver(ev) {
             if (closed) return true;
@@ -284,6 +285,7 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         const onShutdown = () => finish(1001, 'tower shutting down');
         ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
         socket.on('close', () => ctx.shutdown.removeEventListener('abort', onShutdown));
+        if (ctx.shutdown.aborted) return onShutdown(); // an aborted signal never fires again
         sub = await hub.subscribe(principal, filterOf(q), after, {
           deliver(ev) {
             if (closed) return true;

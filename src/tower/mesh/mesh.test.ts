@@ -298,6 +298,37 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
     }
   });
 
+  it('completes several tasks in one call, each with its own outcome', async () => {
+    const d = ((await t.call('POST', '/domains', { name: 'cmany' })).body as { id: string }).id;
+    const m = ((await t.call('POST', `/domains/${d}/m`, { name: 'c' })).body as { id: string }).id;
+    const agent = await enroll([], d);
+    for (let i = 0; i < 3; i++) await submit({ title: `c${i}` }, m);
+    const claims = (
+      (await mcp('claim_mesh_tasks', { agent_id: agent.id, max: 3 })).body.result as { items: Claim[] }
+    ).items;
+    expect(claims.length).toBe(3);
+    const [a, b, c] = claims as [Claim, Claim, Claim];
+    const r = await mcp('complete_mesh_tasks', {
+      items: [
+        { task_id: a.task.id, lease_id: a.lease_id, result: { i: 0 } },
+        { task_id: b.task.id, lease_id: 'lease_wrong' },
+        { task_id: c.task.id, lease_id: c.lease_id },
+        { task_id: 'mt_nope', lease_id: 'lease_x' },
+      ],
+    });
+    expect(r.status).toBe(200);
+    const items = (r.body.result as { items: Record<string, unknown>[] }).items;
+    expect(items.map((x) => [x.task_id, x.ok, x.code ?? null])).toEqual([
+      [a.task.id, true, null],
+      [b.task.id, false, 'stale_lease'],
+      [c.task.id, true, null],
+      ['mt_nope', false, 'not_found'],
+    ]);
+    expect(items[0]?.task).toMatchObject({ state: 'completed', result: { i: 0 } });
+    expect(((await t.call('GET', `/work/tasks/${b.task.id}`)).body as unknown as Task).state).toBe('claimed');
+    expect((await mcp('complete_mesh_tasks', { items: [] })).status).toBe(400);
+  });
+
   it('validates tool arguments against the schema pack', async () => {
     const bad = await mcp('claim_mesh_task', { agent_id: 5 });
     expect(bad.status).toBe(400);

@@ -61,6 +61,10 @@ function transitionEvent(tx: Tx, t: MeshTask, action: string, extra: Record<stri
   });
 }
 
+export type CompleteOutcome =
+  | { task_id: string; ok: true; task: MeshTask }
+  | { task_id: string; ok: false; code: string; detail: string };
+
 export interface MeshHooks {
   /** A task became claimable (new, retried, lease expired): tell nodes that could take it. */
   onClaimable?(task: MeshTask): void;
@@ -410,6 +414,27 @@ export class MeshService {
         ['claimed', 'running'],
         () => ({ state: 'completed', result: json, lease_id: null, lease_expires_at: null }),
         'completed',
+      ),
+    );
+  }
+
+  /**
+   * Completes several tasks, each on its own lease and with its own outcome (one stale lease
+   * does not stop the others). On PostgreSQL they share statements (the coalescer).
+   */
+  completeMany(
+    p: Principal,
+    items: { task_id: string; lease_id: string; result?: unknown }[],
+  ): Promise<CompleteOutcome[]> {
+    return Promise.all(
+      items.map((i) =>
+        this.complete(p, i.task_id, i.lease_id, i.result).then(
+          (task): CompleteOutcome => ({ task_id: i.task_id, ok: true, task }),
+          (e: unknown): CompleteOutcome => {
+            if (!(e instanceof SvcError)) throw e;
+            return { task_id: i.task_id, ok: false, code: e.code, detail: e.message };
+          },
+        ),
       ),
     );
   }
