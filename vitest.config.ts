@@ -13,7 +13,7 @@ export default defineConfig({
           include: ['src/**/*.test.ts', 'web/src/**/*.test.ts'],
           // Bounds for a hang only: many unit tests start an in-process tower on PostgreSQL
           // (schema, migrations), which a loaded 2-core machine makes slow.
-          testTimeout: 60_000,
+          testTimeout: 120_000,
           hookTimeout: 60_000,
         },
       },

@@ -6,8 +6,9 @@
 // viewer never stalls the agent or the others and memory stays bounded.
 // Viewers talk through ViewerPort (a WebSocket in practice): no sockets here.
 
-import xtermSerialize from '@xterm/addon-serialize';
-import xtermHeadless from '@xterm/headless';
+import { createRequire } from 'node:module';
+import type * as XtermSerialize from '@xterm/addon-serialize';
+import type * as XtermHeadless from '@xterm/headless';
 import {
   type ErrorFrame,
   type ExitFrame,
@@ -18,8 +19,20 @@ import {
 } from '../../protocol/attach.js';
 import type { AgentTerminal } from '../supervisor/terminal.js';
 
-const { Terminal } = xtermHeadless;
-const { SerializeAddon } = xtermSerialize;
+// The headless xterm is loaded with the first PTY session, not at svcd's start: a node
+// without PTY agents never pays its memory. (Both packages are CommonJS: require is sync.)
+const require = createRequire(import.meta.url);
+let xterm: {
+  Terminal: typeof XtermHeadless.Terminal;
+  SerializeAddon: typeof XtermSerialize.SerializeAddon;
+} | null = null;
+function loadXterm() {
+  xterm ??= {
+    Terminal: (require('@xterm/headless') as typeof XtermHeadless).Terminal,
+    SerializeAddon: (require('@xterm/addon-serialize') as typeof XtermSerialize).SerializeAddon,
+  };
+  return xterm;
+}
 
 export const SCROLLBACK_LINES = 1000;
 /** Full reset (RIS) sent before a screen snapshot, so the viewer's terminal starts clean. */
@@ -57,8 +70,8 @@ export interface Viewer extends ViewerOptions {
 }
 
 export class TerminalSession {
-  private readonly screen: InstanceType<typeof Terminal>;
-  private readonly serializer: InstanceType<typeof SerializeAddon>;
+  private readonly screen: XtermHeadless.Terminal;
+  private readonly serializer: XtermSerialize.SerializeAddon;
   private readonly viewers = new Map<string, Viewer>();
   private headlessPending = 0;
   private paused = false;
@@ -71,6 +84,7 @@ export class TerminalSession {
     readonly terminal: AgentTerminal,
     private readonly hooks: { onViewerClosed?(v: Viewer): void } = {},
   ) {
+    const { Terminal, SerializeAddon } = loadXterm();
     this.screen = new Terminal({
       cols: terminal.cols,
       rows: terminal.rows,

@@ -71,9 +71,7 @@ const paneSize = () =>
 const clients = () => tmux('list-clients', '-F', '#{client_tty}').stdout.split('\n').filter(Boolean);
 
 describe('attach to a mux_hosted agent', () => {
-  it('types into the pane, shows it, resizes its window, and leaves the pane when the last viewer goes', {
-    timeout: 60_000,
-  }, async () => {
+  it('types into the pane, shows it, resizes its window, and leaves the pane when the last viewer goes', async () => {
     const c = await start();
     const list = await c.call<AttachListResult>('attach.list');
     expect(list.items.map((i) => i.agent_id)).toEqual(['pane']);
@@ -90,8 +88,17 @@ describe('attach to a mux_hosted agent', () => {
     // tmux applies a client's resize asynchronously (SIGWINCH to the client, then a message
     // to the server): keys typed at once could still see the old size.
     await waitFor('tmux to resize the pane', () => paneSize() === '70 14');
-    a.ws.send(Buffer.from('run: stty size < /dev/tty\r'));
-    await waitFor('the window resized', () => a.out().includes('14 70'));
+    // tmux may report the new pane size before it has resized the pane's PTY: ask until the
+    // PTY inside says so too.
+    await waitFor(
+      'the window resized',
+      () => {
+        if (a.out().includes('14 70')) return true;
+        a.ws.send(Buffer.from('run: stty size < /dev/tty\r'));
+        return false;
+      },
+      { intervalMs: 500 },
+    );
 
     // A second viewer shares the client and sees the current screen at once.
     const b = await viewer(c, 'agent=pane&read_only=1');

@@ -1,7 +1,7 @@
 // The fan-out's MQTT input: subscribes the configured topic filters on a broker and hands each
 // message (topic, payload as parsed JSON or else text) to its owner. The mqtt client does the
 // reconnecting (every second) and re-subscribes on each connect.
-import mqtt, { type MqttClient } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import type { Logger } from '../../lib/log.js';
 import type { FanoutMqttConfig } from './config-section.js';
 
@@ -45,6 +45,8 @@ export class MqttInput {
   private received = 0;
   private lastError: string | null = null;
   private subscribed = false;
+  private starting: Promise<void> | null = null;
+  private stopping = false;
 
   constructor(
     private readonly config: FanoutMqttConfig,
@@ -53,8 +55,21 @@ export class MqttInput {
     private readonly onMessage: (m: MqttMessage) => void,
   ) {}
 
+  /** Connects in the background; the MQTT client is loaded only when a broker is configured. */
   start(): void {
-    const client = mqtt.connect(this.config.url, {
+    this.starting = import('mqtt').then(
+      ({ default: mqtt }) => {
+        if (!this.stopping) this.connect(mqtt.connect);
+      },
+      (e: unknown) => {
+        this.lastError = `cannot load the MQTT client: ${(e as Error).message}`;
+        this.log.error({ err: e }, 'fan-out: MQTT client not loaded');
+      },
+    );
+  }
+
+  private connect(connect: typeof import('mqtt').connect): void {
+    const client = connect(this.config.url, {
       clientId: this.clientId,
       reconnectPeriod: 1000,
       connectTimeout: 10_000,
@@ -86,6 +101,8 @@ export class MqttInput {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
+    await this.starting;
     const c = this.client;
     this.client = null;
     if (c) await c.endAsync(true);

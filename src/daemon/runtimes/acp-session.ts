@@ -5,12 +5,19 @@
 // one-shot runs (runner.ts) alike.
 import type { ChildProcess } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
-import * as acp from '@agentclientprotocol/sdk';
+import type * as AcpSdk from '@agentclientprotocol/sdk';
 import type { Clock } from '../../lib/clock.js';
 import { SvcError } from '../../protocol/errors.js';
 import { spawnGroup, stopGroup } from '../process/group.js';
 import { OutputTail, type RotatingLog } from '../process/rotating-log.js';
 import { ProgressCoalescer, type ProgressUpdate, progressOfAcpUpdate } from './progress.js';
+
+// The ACP SDK (and zod with it) is loaded with the first ACP session, not at svcd's start:
+// a node without ACP agents never pays its memory.
+let acp: typeof AcpSdk;
+const loadAcp = async () => {
+  acp ??= await import('@agentclientprotocol/sdk');
+};
 
 export interface AcpSessionOptions {
   argv: string[];
@@ -60,7 +67,7 @@ export class AcpSession {
   private constructor(
     private readonly o: AcpSessionOptions,
     private readonly child: ChildProcess,
-    private readonly conn: acp.ClientConnection,
+    private readonly conn: AcpSdk.ClientConnection,
     private sid: string,
     readonly exited: Promise<ExitInfo>,
   ) {
@@ -84,6 +91,7 @@ export class AcpSession {
 
   /** Spawns the agent and opens a session; rejects (with the agent stopped) when it cannot. */
   static async start(o: AcpSessionOptions): Promise<AcpSession> {
+    await loadAcp();
     const child = spawnGroup(o.argv, { cwd: o.cwd, env: o.env, stdin: 'pipe' });
     const exited = new Promise<ExitInfo>((resolve) => {
       child.once('exit', (code, signal) => resolve({ code, signal }));
@@ -233,7 +241,7 @@ export class AcpSession {
     return this.stopping;
   }
 
-  private onUpdate(update: acp.SessionUpdate): void {
+  private onUpdate(update: AcpSdk.SessionUpdate): void {
     const u = progressOfAcpUpdate(update);
     if (this.current) {
       if (u.kind === 'message' && u.text !== undefined) this.current.text.push(u.text);
@@ -256,7 +264,7 @@ export function describeExit(e: ExitInfo | null): string {
 }
 
 function errorText(e: unknown): string {
-  if (e instanceof acp.RequestError) return e.message;
+  if (acp && e instanceof acp.RequestError) return e.message;
   if (e instanceof Error) return e.message;
   return String(e);
 }

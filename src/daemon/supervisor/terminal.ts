@@ -1,9 +1,14 @@
 // PTY agents (agents.toml pty = true): the agent runs in a pseudo-terminal held by svcd, its
 // output goes to the rotating log and to any number of tap listeners. This is the surface
 // the attach gateway builds on: listen to output, type input, resize, pause for flow control.
-import * as nodePty from 'node-pty';
+import { createRequire } from 'node:module';
+import type * as NodePty from 'node-pty';
 import type { RotatingLog } from '../process/rotating-log.js';
 import type { ExitInfo } from '../runtimes/acp-session.js';
+
+// node-pty (a native addon, CommonJS) is loaded with the first PTY agent, not at svcd's start.
+const require = createRequire(import.meta.url);
+let nodePty: typeof NodePty | null = null;
 
 /** A running PTY agent as the attach gateway sees it. */
 export interface AgentTerminal {
@@ -35,7 +40,7 @@ export class PtyTerminal implements AgentTerminal {
 
   private constructor(
     readonly agentId: string,
-    private readonly pty: nodePty.IPty,
+    private readonly pty: NodePty.IPty,
     log: RotatingLog | null,
   ) {
     pty.onData((d: string | Buffer) => {
@@ -80,6 +85,7 @@ export class PtyTerminal implements AgentTerminal {
     const [file, ...args] = o.argv;
     if (!file) throw new Error('empty command');
     // node-pty's child calls setsid(): it leads its own session and process group.
+    nodePty ??= require('node-pty') as typeof NodePty;
     const pty = nodePty.spawn(file, args, {
       name: 'xterm-256color',
       cols: o.cols ?? DEFAULT_COLS,
