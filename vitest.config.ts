@@ -11,7 +11,10 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['src/**/*.test.ts', 'web/src/**/*.test.ts'],
-          testTimeout: 20_000,
+          // Bounds for a hang only: many unit tests start an in-process tower on PostgreSQL
+          // (schema, migrations), which a loaded 2-core machine makes slow.
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
         },
       },
       {

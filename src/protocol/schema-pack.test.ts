@@ -1,7 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { makeTempDir } from '../../test/support/tmp.js';
 import type { SvcError } from './errors.js';
 import { MCP_TOOLS } from './mcp-tools.js';
-import { compileSchemaPack, embeddedSchemaPack, parseSchemaPack } from './schema-pack.js';
+import { compileSchemaPack, embeddedSchemaPack, loadSchemaPack, parseSchemaPack } from './schema-pack.js';
 
 const errorOf = (f: () => void): SvcError => {
   try {
@@ -57,5 +60,33 @@ describe('schema pack', () => {
       errorOf(() => c.check('create_document', { domain_id: 'd', mission_id: 'm', title: 't', x: 1 })).errors,
     ).toEqual([{ field: 'args/content', message: 'is required' }]);
     expect(errorOf(() => c.check('nope', {})).code).toBe('not_found');
+  });
+});
+
+describe('loadSchemaPack', () => {
+  const tmp = makeTempDir('svc-pack-');
+  afterAll(() => tmp.remove());
+  const logged: string[] = [];
+  const log = { info: () => {}, error: (o: object) => logged.push(JSON.stringify(o)) };
+
+  it('falls back to the embedded defaults when the file is invalid or missing, saying why', async () => {
+    const bad = join(tmp.dir, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ tools: { send_inbox: { type: 'strnig' } } }));
+    const invalid = await loadSchemaPack(bad, log);
+    expect(invalid.error).toMatch(/schema pack .*bad\.json: tools\.send_inbox/);
+    expect(invalid.pack.pack.overridden).toEqual([]);
+    const missing = await loadSchemaPack(join(tmp.dir, 'nope.json'), log);
+    expect(missing.error).toMatch(/nope\.json/);
+    expect(logged).toHaveLength(2);
+    // The defaults are enforced.
+    expect(() => invalid.pack.check('send_inbox', { agent_id: 5 })).toThrow();
+  });
+
+  it('uses a valid file', async () => {
+    const good = join(tmp.dir, 'good.json');
+    writeFileSync(good, JSON.stringify({ tools: { send_inbox: { type: 'object' } } }));
+    const loaded = await loadSchemaPack(good, log);
+    expect(loaded.error).toBeNull();
+    expect(loaded.pack.pack.overridden).toEqual(['send_inbox']);
   });
 });

@@ -1,6 +1,7 @@
 // The schema pack (docs/schema-pack.md): JSON Schemas for the arguments of each MCP tool,
 // enforced by the tower's /mcp/call and, before any HTTP request, by svcd. One format, one
 // parser and one compiler for both; reading the file (SVC_SCHEMA_PACK_FILE) is the caller's.
+import { readFile } from 'node:fs/promises';
 import AjvModule from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { SvcError } from './errors.js';
@@ -116,4 +117,32 @@ export function compileSchemaPack(pack: SchemaPack): CompiledSchemaPack {
 
 function isObject(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+export interface LoadedSchemaPack {
+  pack: CompiledSchemaPack;
+  /** Why the file was not used, or null. */
+  error: string | null;
+}
+
+/**
+ * The pack a process enforces: `file` (SVC_SCHEMA_PACK_FILE) if set and valid, else the
+ * embedded defaults. An unreadable or invalid file does not stop the tower or svcd: they log
+ * why and enforce the defaults (the checks every tower makes), and report the error.
+ */
+export async function loadSchemaPack(
+  file: string | undefined,
+  log: { info(o: object, msg: string): void; error(o: object, msg: string): void },
+): Promise<LoadedSchemaPack> {
+  if (!file) return { pack: compileSchemaPack(embeddedSchemaPack()), error: null };
+  try {
+    const pack = compileSchemaPack(parseSchemaPack(await readFile(file, 'utf8'), file));
+    log.info({ file, overridden: pack.pack.overridden }, 'schema pack loaded');
+    return { pack, error: null };
+  } catch (e) {
+    const message = (e as Error).message;
+    const error = message.startsWith('schema pack') ? message : `schema pack ${file}: ${message}`;
+    log.error({ file, error }, 'invalid schema pack; using the embedded defaults');
+    return { pack: compileSchemaPack(embeddedSchemaPack()), error };
+  }
 }

@@ -4,10 +4,10 @@
 import { SvcError } from '../../protocol/errors.js';
 import { MCP_TOOLS, type McpToolName } from '../../protocol/mcp-tools.js';
 import { McpCall } from '../../protocol/mesh.js';
+import { type LoadedSchemaPack, loadSchemaPack } from '../../protocol/schema-pack.js';
 import type { Component, DaemonContext } from '../context.js';
 import { type Booster, embeddedBooster, loadBooster } from '../validate/booster.js';
 import { createToolCallValidation, type ToolCallValidation } from '../validate/pipeline.js';
-import { type LoadedSchemaPack, loadSchemaPack } from '../validate/schema-pack.js';
 
 export interface McpToolDescription {
   name: McpToolName;

@@ -1,36 +1,22 @@
 // POST /mcp/call: agents' tool calls, {"tool": name, "args": {…}} → {"result": …} or a
 // problem. Arguments are validated against the schema pack (protocol/schema-pack.ts): the
-// embedded defaults, or SVC_SCHEMA_PACK_FILE's `{"tools": {name: schema}}` when set.
-import { readFileSync } from 'node:fs';
+// embedded defaults, or SVC_SCHEMA_PACK_FILE's `{"tools": {name: schema}}` when set (an
+// invalid file is logged and the defaults are enforced).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { SvcError } from '../../protocol/errors.js';
 import { MCP_TOOLS } from '../../protocol/mcp-tools.js';
 import { McpCall, type MeshState } from '../../protocol/mesh.js';
-import {
-  type CompiledSchemaPack,
-  compileSchemaPack,
-  embeddedSchemaPack,
-  parseSchemaPack,
-  type SchemaPack,
-} from '../../protocol/schema-pack.js';
+import { type CompiledSchemaPack, loadSchemaPack } from '../../protocol/schema-pack.js';
 import { hasScope } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { MeshService } from './service.js';
 
-/** The pack the tower enforces; an unreadable or invalid file stops the tower at start. */
-export function loadSchemaPack(file: string | undefined): SchemaPack {
-  if (!file) return embeddedSchemaPack();
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new Error(`SVC_SCHEMA_PACK_FILE ${file}: ${(e as Error).message}`);
-  }
-  return parseSchemaPack(text, file);
-}
-
 export async function mcpRoutes(app: FastifyInstance, ctx: TowerContext, mesh: MeshService): Promise<void> {
-  const pack: CompiledSchemaPack = compileSchemaPack(loadSchemaPack(process.env.SVC_SCHEMA_PACK_FILE));
+  const loaded = await loadSchemaPack(
+    process.env.SVC_SCHEMA_PACK_FILE || undefined,
+    ctx.log.child({ component: 'mcp' }),
+  );
+  const pack: CompiledSchemaPack = loaded.pack;
 
   /** Approvals, inbox and records go through their REST routes with the caller's own credential. */
   const forward = async (req: FastifyRequest, url: string, payload?: unknown) => {
