@@ -60,7 +60,8 @@ function claimText(withMission: boolean): string {
     from (select 1) one left join changed c on true`;
 }
 
-const CLAIM = { any: claimText(false), mission: claimText(true) };
+/** The claim statements (exported for EXPLAIN in benchmarks). */
+export const CLAIM = { any: claimText(false), mission: claimText(true) };
 
 export type ClaimRow = { agent_ok: number } & (MeshTaskRow | { [K in keyof MeshTaskRow]: null });
 
