@@ -5,6 +5,9 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, errorText } from '../api.js';
 
+/** Terminal bytes per WebSocket frame, as svcd and svc attach send them (protocol/attach.ts). */
+const FRAME_BYTES = 32 * 1024;
+
 interface Agent {
   id: string;
   node_id: string;
@@ -117,7 +120,10 @@ export function TerminalView(props: { agent: string }) {
       const enc = new TextEncoder();
       t.onData((d) => {
         const s = ws.current;
-        if (s?.readyState === WebSocket.OPEN && !readOnlyRef.current) s.send(enc.encode(d));
+        if (s?.readyState !== WebSocket.OPEN || readOnlyRef.current) return;
+        // A large paste goes in frames the tower accepts (docs/api.md: 32 KiB per frame).
+        const bytes = enc.encode(d);
+        for (let i = 0; i < bytes.length; i += FRAME_BYTES) s.send(bytes.subarray(i, i + FRAME_BYTES));
       });
       setReady(true);
     })();
