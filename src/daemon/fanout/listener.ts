@@ -130,6 +130,20 @@ export class FanoutListener {
     }, KEEPALIVE_MS);
   }
 
+  /** Access and query checks shared by /events and /events/ws: the parsed request, or why not. */
+  private admit(
+    req: IncomingMessage,
+    url: URL,
+  ): { parsed: ReturnType<FanoutListener['parse']> } | { error: SvcError } {
+    const refused = this.refuse(req, url);
+    if (refused) return { error: refused };
+    try {
+      return { parsed: this.parse(req, url) };
+    } catch (e) {
+      return { error: e as SvcError };
+    }
+  }
+
   /** Checks who asks; returns the problem to answer with, or null when the request may go on. */
   private refuse(req: IncomingMessage, url: URL): SvcError | null {
     if (this.opts.listen.kind !== 'tcp') return null;
@@ -195,18 +209,12 @@ export class FanoutListener {
       fail(new SvcError('method_not_allowed', 'use GET'));
       return;
     }
-    const refused = this.refuse(req, url);
-    if (refused) {
-      fail(refused);
+    const admitted = this.admit(req, url);
+    if ('error' in admitted) {
+      fail(admitted.error);
       return;
     }
-    let parsed: ReturnType<FanoutListener['parse']>;
-    try {
-      parsed = this.parse(req, url);
-    } catch (e) {
-      fail(e as SvcError);
-      return;
-    }
+    const { parsed } = admitted;
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
@@ -262,18 +270,12 @@ export class FanoutListener {
       reject(new SvcError('not_found', `no WebSocket route ${url.pathname}: use /events/ws`));
       return;
     }
-    const refused = this.refuse(req, url);
-    if (refused) {
-      reject(refused);
+    const admitted = this.admit(req, url);
+    if ('error' in admitted) {
+      reject(admitted.error);
       return;
     }
-    let parsed: ReturnType<FanoutListener['parse']>;
-    try {
-      parsed = this.parse(req, url);
-    } catch (e) {
-      reject(e as SvcError);
-      return;
-    }
+    const { parsed } = admitted;
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       let closed = false;
       let allowance = CONSUMER_BUFFER_LIMIT;
