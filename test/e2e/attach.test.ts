@@ -71,6 +71,29 @@ const sendLine = (target: string, text: string) => {
   tmux('send-keys', '-t', target, '-l', text);
   tmux('send-keys', '-t', target, 'Enter');
 };
+/**
+ * Resizes the tmux window of `svc attach` and waits until the agent's PTY reports that size.
+ * The resize travels as SIGWINCH to svc attach, a resize frame, then svcd: ask `stty size`
+ * again until it has arrived, as one ask right after the resize could see the old size.
+ */
+async function resizeAndExpect(target: string, cols: number, rows: number): Promise<void> {
+  tmux('resize-window', '-t', target, '-x', String(cols), '-y', String(rows));
+  await waitFor(
+    `the PTY to report ${rows} ${cols} after SIGWINCH`,
+    () => {
+      if (pane(target).includes(`${rows} ${cols}`)) return true;
+      sendLine(target, 'run: stty size < /dev/tty');
+      return false;
+    },
+    { intervalMs: 1000 },
+  );
+}
+/** Detaches with Ctrl-] d and checks the shell got its terminal back. */
+async function detach(target: string, agent: string): Promise<void> {
+  tmux('send-keys', '-t', target, 'C-]', 'd');
+  await waitFor('the detach message', () => pane(target).includes(`[detached from ${agent}]`));
+  await expectRestored(target);
+}
 
 async function svc(args: string[], input?: string): Promise<string> {
   const r = await run(SVC_BIN, args, cli, input);
@@ -168,20 +191,15 @@ describe('svc attach to a local agent (svcd.sock)', () => {
     await waitFor('the echo', () => pane(w).includes('echo: hello from tmux'));
     sendLine(w, 'run: stty size < /dev/tty');
     await waitFor('the PTY size of the tmux pane', () => pane(w).includes('30 100'));
-    tmux('resize-window', '-t', w, '-x', '90', '-y', '25');
-    sendLine(w, 'run: stty size < /dev/tty');
-    await waitFor('the new size after SIGWINCH', () => pane(w).includes('25 90'));
-    tmux('send-keys', '-t', w, 'C-]', 'd');
-    await waitFor('the detach message', () => pane(w).includes(`[detached from ${agentId}]`));
-    await expectRestored(w);
+    await resizeAndExpect(w, 90, 25);
+    await detach(w, agentId);
   });
 
   it('shows the current screen at once to a second attach', async () => {
     const w = shell('again');
     sendLine(w, `node ${SVC_BIN} attach --read-only ${agentId}`);
     await waitFor('the earlier output in the snapshot', () => pane(w).includes('echo: hello from tmux'));
-    tmux('send-keys', '-t', w, 'C-]', 'd');
-    await expectRestored(w);
+    await detach(w, agentId);
   });
 });
 
@@ -237,12 +255,8 @@ describe('svc attach through the tower', () => {
     await waitFor('the attach banner', () => pane(w).includes(`attached to ${agentId} via the tower`));
     sendLine(w, 'hello via tower');
     await waitFor('the echo', () => pane(w).includes('echo: hello via tower'));
-    tmux('resize-window', '-t', w, '-x', '84', '-y', '21');
-    sendLine(w, 'run: stty size < /dev/tty');
-    await waitFor('the new size after SIGWINCH', () => pane(w).includes('21 84'));
-    tmux('send-keys', '-t', w, 'C-]', 'd');
-    await waitFor('the detach message', () => pane(w).includes(`[detached from ${agentId}]`));
-    await expectRestored(w);
+    await resizeAndExpect(w, 84, 21);
+    await detach(w, agentId);
   });
 
   it('serves a browser-style client with a single-use ticket and checks its Origin', async () => {
