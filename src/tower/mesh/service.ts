@@ -489,13 +489,14 @@ export class MeshService {
   }
 
   async cancel(p: Principal, taskId: string): Promise<MeshTask> {
-    let wasHeld = false;
+    // Tasks an agent held (claimed or running) when cancelled: its node is told to stop them.
+    const held: MeshTask[] = [];
     const task = await this.ctx.write(async (tx) => {
+      held.length = 0;
       const row = await this.load(tx.db, p, taskId);
       if (TERMINAL.includes(row.state as MeshState)) {
         throw new SvcError('illegal_transition', `mesh task ${taskId} is already ${row.state}`);
       }
-      wasHeld = row.state !== 'pending';
       const set = { state: 'cancelled', lease_id: null, lease_expires_at: null, updated_at: tx.now };
       const res = await tx.db
         .updateTable('mesh_tasks')
@@ -507,6 +508,7 @@ export class MeshService {
         throw new SvcError('illegal_transition', `mesh task ${taskId} changed meanwhile`);
       const t = taskOf({ ...row, ...set });
       transitionEvent(tx, t, 'cancelled');
+      if (row.state !== 'pending') held.push(t);
       // Cancelling a broadcast task cancels its runs that have not ended.
       const runs = await tx.db
         .selectFrom('mesh_tasks')
@@ -516,12 +518,14 @@ export class MeshService {
         .execute();
       for (const r of runs) {
         await tx.db.updateTable('mesh_tasks').set(set).where('id', '=', r.id).execute();
-        transitionEvent(tx, taskOf({ ...r, ...set }), 'cancelled');
+        const run = taskOf({ ...r, ...set });
+        transitionEvent(tx, run, 'cancelled');
+        if (r.state !== 'pending') held.push(run);
       }
       await this.settleParent(tx, t);
       return t;
     });
-    if (wasHeld) this.hooks.onCancelled?.(task);
+    for (const t of held) this.hooks.onCancelled?.(t);
     return task;
   }
 
