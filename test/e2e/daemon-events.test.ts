@@ -84,7 +84,9 @@ describe('events.subscribe through svcd, with a real tower', () => {
 
     const text = await run(SVC_BIN, ['daemon', 'events', '--since', first, '--limit', '1'], stack.env);
     expect(text.code, text.stderr).toBe(0);
-    expect(text.stdout).toMatch(new RegExp(`^#${ids[1]} \\S+ matrix +dom_\\w+ domain created dom_\\w+ beta\\n$`));
+    expect(text.stdout).toMatch(
+      new RegExp(`^#${ids[1]} \\S+ matrix +dom_\\w+ domain created dom_\\w+ beta\\n$`),
+    );
   });
 
   it('svc daemon events names the field of a bad --since', async () => {
