@@ -28,7 +28,7 @@ import { RateLimiter } from './http/rate-limit.js';
 import { meshArea } from './mesh/routes.js';
 import { ControlHub, controlRoutes } from './nodes/control-hub.js';
 import { nodeRequestRoutes } from './nodes/routes.js';
-import { createTaskReadyRelay } from './nodes/task-ready.js';
+import { createTaskRelay } from './nodes/task-relay.js';
 import { recordRoutes } from './records/routes.js';
 import { type AgentLookup, agentsTableLookup } from './secrets/agents.js';
 import { secretRoutes } from './secrets/routes.js';
@@ -129,30 +129,20 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     });
     await hub.start();
     const stopPruning = startPruner({ store, clock, log, retentionMs: config.eventRetentionMs });
-    // task_ready to the nodes of every replica (PostgreSQL NOTIFY between replicas).
-    const taskReady = createTaskReadyRelay({ store, nodes, log });
-    await taskReady.start();
+    // task_ready and task_cancelled to the nodes of every replica (PostgreSQL NOTIFY between
+    // replicas).
+    const taskRelay = createTaskRelay({ store, nodes, log });
+    await taskRelay.start();
     const mesh = meshArea({
-      onClaimable: (task) => taskReady.ready(task),
+      onClaimable: (task) => taskRelay.ready(task),
       onCancelled: (task) => {
-        if (!task.claimed_by) return;
-        store.db
-          .selectFrom('agents')
-          .select('node_id')
-          .where('id', '=', task.claimed_by)
-          .executeTakeFirst()
-          .then(
-            (a) => {
-              if (a) nodes.send(a.node_id, { type: 'task_cancelled', task_id: task.id });
-            },
-            (e) => log.warn({ err: e, task: task.id }, 'cannot send task_cancelled'),
-          );
+        if (task.claimed_by) taskRelay.cancelled({ id: task.id, claimed_by: task.claimed_by });
       },
     });
     const stopSweeper = mesh.startSweeper(ctx);
     stopFeed = async () => {
       await stopSweeper();
-      await taskReady.stop();
+      await taskRelay.stop();
       stopPruning();
       await hub.stop();
     };

@@ -1,10 +1,8 @@
 // `svcd mcp`: the MCP server agents load (stdio). Each list and call goes to the local svcd
 // over mgmt.sock, so a restarted svcd is picked up on the next call; stdout is the protocol,
 // diagnostics go to stderr.
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Command } from 'commander';
 import type { McpCallReply, McpToolsReply } from '../../daemon/mcp/bridge.js';
-import { serveMcp } from '../../daemon/mcp/stdio-server.js';
 import { daemonPaths } from '../../daemon/paths.js';
 import type { CliIO } from '../io.js';
 import { mgmtCall } from '../mgmt-client.js';
@@ -22,6 +20,12 @@ export function registerSvcdMcp(program: Command, io: CliIO): void {
       '\nNeeds a running svcd ("svc daemon up"); configure agents with the command `svcd mcp`.\nSee docs/validation.md.',
     )
     .action(async () => {
+      // Loaded here, not at the top: the MCP SDK (with zod) is ≈10 MiB of heap that `svcd run`,
+      // which registers this command too, must not carry (BENCHMARKS.md, "daemon").
+      const [{ StdioServerTransport }, { serveMcp }] = await Promise.all([
+        import('@modelcontextprotocol/sdk/server/stdio.js'),
+        import('../../daemon/mcp/stdio-server.js'),
+      ]);
       const sock = daemonPaths(io.paths.home).mgmtSock;
       const transport = new StdioServerTransport();
       const server = await serveMcp(

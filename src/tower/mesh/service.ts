@@ -325,6 +325,7 @@ export class MeshService {
           `lease ${leaseId} is not the current lease of mesh task ${taskId} (state ${row.state}): the task was reclaimed, cancelled or finished`,
         );
       }
+      checkNotExpired(row, tx.now);
       const set = change(row, tx);
       if (set === null) return taskOf(row);
       const res = await tx.db
@@ -387,6 +388,7 @@ export class MeshService {
       if (row.lease_id !== leaseId || !['claimed', 'running'].includes(row.state)) {
         throw new SvcError('stale_lease', `lease ${leaseId} is not the current lease of mesh task ${taskId}`);
       }
+      checkNotExpired(row, tx.now);
       tx.emit({
         type: 'progress',
         domain_id: row.domain_id,
@@ -489,13 +491,14 @@ export class MeshService {
   }
 
   async cancel(p: Principal, taskId: string): Promise<MeshTask> {
-    let wasHeld = false;
+    // Tasks an agent held (claimed or running) when cancelled: its node is told to stop them.
+    const held: MeshTask[] = [];
     const task = await this.ctx.write(async (tx) => {
+      held.length = 0;
       const row = await this.load(tx.db, p, taskId);
       if (TERMINAL.includes(row.state as MeshState)) {
         throw new SvcError('illegal_transition', `mesh task ${taskId} is already ${row.state}`);
       }
-      wasHeld = row.state !== 'pending';
       const set = { state: 'cancelled', lease_id: null, lease_expires_at: null, updated_at: tx.now };
       const res = await tx.db
         .updateTable('mesh_tasks')
@@ -507,6 +510,7 @@ export class MeshService {
         throw new SvcError('illegal_transition', `mesh task ${taskId} changed meanwhile`);
       const t = taskOf({ ...row, ...set });
       transitionEvent(tx, t, 'cancelled');
+      if (row.state !== 'pending') held.push(t);
       // Cancelling a broadcast task cancels its runs that have not ended.
       const runs = await tx.db
         .selectFrom('mesh_tasks')
@@ -516,12 +520,14 @@ export class MeshService {
         .execute();
       for (const r of runs) {
         await tx.db.updateTable('mesh_tasks').set(set).where('id', '=', r.id).execute();
-        transitionEvent(tx, taskOf({ ...r, ...set }), 'cancelled');
+        const run = taskOf({ ...r, ...set });
+        transitionEvent(tx, run, 'cancelled');
+        if (r.state !== 'pending') held.push(run);
       }
       await this.settleParent(tx, t);
       return t;
     });
-    if (wasHeld) this.hooks.onCancelled?.(task);
+    for (const t of held) this.hooks.onCancelled?.(t);
     return task;
   }
 
@@ -607,6 +613,20 @@ export class MeshService {
     };
     await tx.db.updateTable('mesh_tasks').set(set).where('id', '=', parent.id).execute();
     transitionEvent(tx, taskOf({ ...parent, ...set }), state);
+  }
+}
+
+/**
+ * Fencing: a lease past its expiry is dead even before the sweeper has returned the task to
+ * pending (the sweep runs every second), so a worker that stopped heartbeating in time can
+ * neither extend it nor finish the task with it. ISO 8601 UTC text compares in time order.
+ */
+function checkNotExpired(row: MeshTaskRow, now: string): void {
+  if (row.lease_expires_at !== null && row.lease_expires_at <= now) {
+    throw new SvcError(
+      'stale_lease',
+      `lease ${row.lease_id} of mesh task ${row.id} expired at ${row.lease_expires_at}: the task goes back to pending`,
+    );
   }
 }
 

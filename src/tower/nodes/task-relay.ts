@@ -1,13 +1,15 @@
-// task_ready (DESIGN §3): when a mesh task becomes claimable (new, retried, lease expired),
-// every node with an agent that could claim it is told on its control channel.
+// Task notices to nodes (DESIGN §3): `task_ready` when a mesh task becomes claimable (new,
+// retried, lease expired), to every node with an agent that could claim it; `task_cancelled`
+// when a claimed or running task is cancelled, to the node of the agent holding it.
 //
 // A node's channel is held by one replica, and the change may be made on another. So on
-// PostgreSQL the replica that made the change, after its commit, NOTIFYs the task on a
-// per-schema channel (one notification per batch of tasks, outside the write's
+// PostgreSQL the replica that made the change, after its commit, NOTIFYs the tasks on a
+// per-schema channel (one notification per batch of notices, outside the write's
 // transaction: notifying transactions serialize their commits); every replica LISTENs and
 // tells the nodes connected to it. The maker tells its own nodes at once and ignores its own
-// notification. A lost notification (the LISTEN connection was down) only delays work:
-// workers also poll.
+// notification. A lost notification (the LISTEN connection was down) only delays things:
+// workers also poll, and a cancelled task's lease is gone, so its worker's next heartbeat,
+// progress or completion gets stale_lease and the worker stops it.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from '../../lib/log.js';
@@ -32,17 +34,35 @@ export async function nodesForTask(db: Db, task: ReadyTask, among?: string[]): P
   return [...nodes];
 }
 
+/** The node of `agentId`, when that node is one of `among`. */
+async function nodeOfAgent(db: Db, agentId: string, among: string[]): Promise<string | null> {
+  if (among.length === 0) return null;
+  const a = await db
+    .selectFrom('agents')
+    .select('node_id')
+    .where('id', '=', agentId)
+    .where('node_id', 'in', among)
+    .executeTakeFirst();
+  return a?.node_id ?? null;
+}
+
 export type ReadyTask = Pick<
   MeshTask,
   'id' | 'mission_id' | 'domain_id' | 'assigned_agent_id' | 'required_capabilities'
 >;
 
-/** Channel of task_ready notifications between replicas sharing a schema. */
+/** A claimed or running task that was cancelled, and the agent that held it. */
+export interface CancelledTask {
+  id: string;
+  claimed_by: string;
+}
+
+/** Channel of task notices between replicas sharing a schema. */
 export function taskReadyChannel(schema: string | null): string {
   return schema ? `svc_task_ready_${schema}` : 'svc_task_ready';
 }
 
-/** NOTIFY payloads are limited to 8000 bytes: tasks per notification. */
+/** NOTIFY payloads are limited to 8000 bytes: notices per notification. */
 const PER_NOTIFY = 20;
 /** Retry of a lost LISTEN connection. */
 const RELISTEN_MS = 1000;
@@ -50,29 +70,36 @@ const RELISTEN_MS = 1000;
 interface Wire {
   /** Replica that made the change. */
   o: string;
-  t: ReadyTask[];
+  /** Ready tasks. */
+  t?: ReadyTask[];
+  /** Cancelled tasks. */
+  c?: CancelledTask[];
 }
 
-export interface TaskReadyRelay {
+type Notice = { ready: ReadyTask } | { cancelled: CancelledTask };
+
+export interface TaskRelay {
   /** A task became claimable on this replica (after its commit). */
   ready(task: ReadyTask): void;
+  /** A claimed or running task was cancelled on this replica (after its commit). */
+  cancelled(task: CancelledTask): void;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
 
-export function createTaskReadyRelay(deps: { store: Store; nodes: ControlHub; log: Logger }): TaskReadyRelay {
+export function createTaskRelay(deps: { store: Store; nodes: ControlHub; log: Logger }): TaskRelay {
   const { store, nodes } = deps;
-  const log = deps.log.child({ component: 'task-ready' });
+  const log = deps.log.child({ component: 'task-relay' });
   const origin = randomBytes(8).toString('hex');
   const channel = taskReadyChannel(store.schema);
   const pgStore = store.dialect === 'postgres' && store.pgPool !== null;
   let listener: pg.Client | null = null;
   let relisten: NodeJS.Timeout | null = null;
   let stopped = false;
-  let outgoing: ReadyTask[] = [];
+  let outgoing: Notice[] = [];
 
   /** Tells the nodes connected here that could claim these tasks. */
-  async function tellLocal(tasks: ReadyTask[]): Promise<void> {
+  async function tellReady(tasks: ReadyTask[]): Promise<void> {
     const here = nodes.connectedNodes();
     if (here.length === 0) return;
     for (const task of tasks) {
@@ -87,14 +114,47 @@ export function createTaskReadyRelay(deps: { store: Store; nodes: ControlHub; lo
     }
   }
 
+  /** Tells the nodes connected here whose agent held these tasks that they were cancelled. */
+  async function tellCancelled(tasks: CancelledTask[]): Promise<void> {
+    for (const task of tasks) {
+      const node = await nodeOfAgent(store.db, task.claimed_by, nodes.connectedNodes());
+      if (node) nodes.send(node, { type: 'task_cancelled', task_id: task.id });
+    }
+  }
+
+  function tell(wire: Wire): void {
+    if (wire.t?.length)
+      tellReady(wire.t).catch((e: unknown) => log.warn({ err: e }, 'cannot send task_ready'));
+    if (wire.c?.length) {
+      tellCancelled(wire.c).catch((e: unknown) => log.warn({ err: e }, 'cannot send task_cancelled'));
+    }
+  }
+
+  function queue(n: Notice): void {
+    if (!pgStore || stopped) return;
+    // Notices of the same tick (a broadcast, a sweep) share notifications.
+    if (outgoing.length === 0) setImmediate(flush);
+    outgoing.push(n);
+  }
+
   function flush(): void {
-    const tasks = outgoing;
+    const notices = outgoing;
     outgoing = [];
-    for (let i = 0; i < tasks.length; i += PER_NOTIFY) {
-      const payload = JSON.stringify({ o: origin, t: tasks.slice(i, i + PER_NOTIFY) } satisfies Wire);
+    for (let i = 0; i < notices.length; i += PER_NOTIFY) {
+      const ready: ReadyTask[] = [];
+      const cancelled: CancelledTask[] = [];
+      for (const n of notices.slice(i, i + PER_NOTIFY)) {
+        if ('ready' in n) ready.push(n.ready);
+        else cancelled.push(n.cancelled);
+      }
+      const payload = JSON.stringify({
+        o: origin,
+        ...(ready.length > 0 ? { t: ready } : {}),
+        ...(cancelled.length > 0 ? { c: cancelled } : {}),
+      } satisfies Wire);
       (store.pgPool as pg.Pool)
         .query('select pg_notify($1, $2)', [channel, payload])
-        .catch((e: unknown) => log.warn({ err: e }, 'cannot notify other replicas of ready tasks'));
+        .catch((e: unknown) => log.warn({ err: e }, 'cannot notify other replicas of task notices'));
     }
   }
 
@@ -111,7 +171,7 @@ export function createTaskReadyRelay(deps: { store: Store; nodes: ControlHub; lo
       }
     };
     c.on('error', (e) => {
-      log.warn({ err: e.message }, 'task_ready LISTEN connection lost; reconnecting');
+      log.warn({ err: e.message }, 'task notice LISTEN connection lost; reconnecting');
       retry();
     });
     c.on('notification', (n) => {
@@ -121,8 +181,12 @@ export function createTaskReadyRelay(deps: { store: Store; nodes: ControlHub; lo
       } catch {
         return;
       }
-      if (wire.o === origin || !Array.isArray(wire.t)) return;
-      tellLocal(wire.t).catch((e: unknown) => log.warn({ err: e }, 'cannot send task_ready'));
+      if (typeof wire !== 'object' || wire === null || wire.o === origin) return;
+      tell({
+        o: wire.o,
+        ...(Array.isArray(wire.t) ? { t: wire.t } : {}),
+        ...(Array.isArray(wire.c) ? { c: wire.c } : {}),
+      });
     });
     try {
       await c.connect();
@@ -130,7 +194,7 @@ export function createTaskReadyRelay(deps: { store: Store; nodes: ControlHub; lo
       listener = c;
       if (stopped) await c.end().catch(() => {});
     } catch (e) {
-      log.warn({ err: e }, 'cannot LISTEN for task_ready of other replicas; retrying');
+      log.warn({ err: e }, 'cannot LISTEN for task notices of other replicas; retrying');
       await c.end().catch(() => {});
       retry();
     }
@@ -145,11 +209,13 @@ export function createTaskReadyRelay(deps: { store: Store; nodes: ControlHub; lo
         assigned_agent_id: task.assigned_agent_id,
         required_capabilities: task.required_capabilities,
       };
-      tellLocal([t]).catch((e: unknown) => log.warn({ err: e, task: t.id }, 'cannot send task_ready'));
-      if (!pgStore || stopped) return;
-      // Tasks made ready in the same tick (a broadcast, a sweep) share notifications.
-      if (outgoing.length === 0) setImmediate(flush);
-      outgoing.push(t);
+      tell({ o: origin, t: [t] });
+      queue({ ready: t });
+    },
+    cancelled(task) {
+      const c: CancelledTask = { id: task.id, claimed_by: task.claimed_by };
+      tell({ o: origin, c: [c] });
+      queue({ cancelled: c });
     },
     async start() {
       if (pgStore) await listen();

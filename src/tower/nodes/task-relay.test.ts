@@ -9,7 +9,7 @@ import { createTower, type Tower } from '../tower.js';
 
 const SECRET = 'b'.repeat(64);
 
-describe('task_ready across PostgreSQL replicas', () => {
+describe('task_ready and task_cancelled across PostgreSQL replicas', () => {
   let a: TestTower;
   let b: Tower;
   let bWs: string;
@@ -92,5 +92,75 @@ describe('task_ready across PostgreSQL replicas', () => {
     await waitFor('task_ready for a task made on b', () => got.find((x) => x.task_id === made.id));
     const ready = got.filter((x) => x.type === 'task_ready').map((x) => x.task_id);
     expect(ready.sort()).toEqual([gpu.id, any.id, made.id].sort());
+  });
+
+  it('tells the node on another replica that its claimed or running task was cancelled, and no other node', async () => {
+    const node = (await a.call('POST', '/nodes', { hostname: 'cancel-b' })).body as {
+      id: string;
+      jwt: string;
+    };
+    const other = (await a.call('POST', '/nodes', { hostname: 'cancel-other' })).body as {
+      id: string;
+      jwt: string;
+    };
+    const d = ((await a.call('POST', '/domains', { name: 'cancel' })).body as { id: string }).id;
+    const m = ((await a.call('POST', `/domains/${d}/m`, { name: 'c' })).body as { id: string }).id;
+    const agent = (await a.call('POST', '/agents', { domain_id: d, runtime: 'beta_cli' }, node.jwt)).body as {
+      id: string;
+    };
+    const otherAgent = (await a.call('POST', '/agents', { domain_id: d, runtime: 'beta_cli' }, other.jwt))
+      .body as { id: string };
+    const got = await connectToB(node.jwt);
+    const gotOther = await connectToB(other.jwt);
+    const claim = async (agentId: string, jwt: string) => {
+      const r = await a.call(
+        'POST',
+        '/mcp/call',
+        { tool: 'claim_mesh_task', args: { agent_id: agentId, mission_id: m } },
+        jwt,
+      );
+      return r.body.result as { task: { id: string }; lease_id: string };
+    };
+    const submit = async (title: string, extra: Record<string, unknown> = {}) =>
+      ((await a.call('POST', `/work/missions/${m}/tasks`, { title, ...extra })).body as { id: string }).id;
+
+    const claimedId = await submit('claimed');
+    const claimed = await claim(agent.id, node.jwt);
+    expect(claimed.task.id).toBe(claimedId);
+    const runningId = await submit('running');
+    const running = await claim(agent.id, node.jwt);
+    expect(running.task.id).toBe(runningId);
+    const started = await a.call(
+      'POST',
+      '/mcp/call',
+      { tool: 'start_mesh_task', args: { task_id: runningId, lease_id: running.lease_id } },
+      node.jwt,
+    );
+    expect(started.status).toBe(200);
+    const pendingId = await submit('pending');
+
+    // All three cancelled on replica a, which holds no channel.
+    for (const id of [claimedId, runningId, pendingId]) {
+      expect((await a.call('POST', `/work/tasks/${id}/cancel`)).body.state).toBe('cancelled');
+    }
+    await waitFor('task_cancelled of the running task on replica b', () =>
+      got.find((x) => x.type === 'task_cancelled' && x.task_id === runningId),
+    );
+    await waitFor('task_cancelled of the claimed task on replica b', () =>
+      got.find((x) => x.type === 'task_cancelled' && x.task_id === claimedId),
+    );
+    // A broadcast run the other node's agent holds: cancelling the parent tells that node.
+    const parent = await submit('everyone', { claim_policy: 'broadcast' });
+    const run = await claim(otherAgent.id, other.jwt);
+    expect(run.task.id).not.toBe(parent);
+    expect((await a.call('POST', `/work/tasks/${parent}/cancel`)).body.state).toBe('cancelled');
+    await waitFor('task_cancelled of the broadcast run', () =>
+      gotOther.find((x) => x.type === 'task_cancelled' && x.task_id === run.task.id),
+    );
+    // Only the holder's node, only held tasks, each once (replica b does not echo).
+    const cancelled = (msgs: Record<string, unknown>[]) =>
+      msgs.filter((x) => x.type === 'task_cancelled').map((x) => x.task_id);
+    expect(cancelled(got).sort()).toEqual([claimedId, runningId].sort());
+    expect(cancelled(gotOther)).toEqual([run.task.id]);
   });
 });
