@@ -173,6 +173,41 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
     );
   });
 
+  it('fences a worker whose lease expired before the sweeper returned its task', async () => {
+    const agent = await enroll();
+    await drain(agent.id);
+    const task = (await submit({ lease_seconds: 10 })).body as unknown as Task;
+    const c = await claim(agent.id);
+    expect(c?.task.id).toBe(task.id);
+    const held = { task_id: task.id, lease_id: c?.lease_id };
+    expect((await mcp('start_mesh_task', held)).status).toBe(200);
+    // Exactly at expiry: the sweeper (which takes leases strictly past expiry) has not
+    // touched the task, yet the lease is dead.
+    await clock.advance(10_000);
+    const stateOf = async () =>
+      ((await t.call('GET', `/work/tasks/${task.id}`)).body as unknown as Task).state;
+    expect(await stateOf()).toBe('running');
+    for (const [tool, extra] of [
+      ['complete_mesh_task', { result: { late: true } }],
+      ['fail_mesh_task', { reason: 'late' }],
+      ['heartbeat_mesh_task', {}],
+      ['report_progress', { message: 'late' }],
+    ] as const) {
+      const r = await mcp(tool, { ...held, ...extra });
+      expect([tool, r.status, r.body.code]).toEqual([tool, 409, 'stale_lease']);
+    }
+    expect(await stateOf()).toBe('running');
+    await waitFor('the sweep', async () => {
+      await clock.advance(1000);
+      return (await stateOf()) === 'pending';
+    });
+    const again = await claim(agent.id);
+    expect(again?.task).toMatchObject({ id: task.id, attempt: 2 });
+    expect((await mcp('complete_mesh_task', { task_id: task.id, lease_id: again?.lease_id })).status).toBe(
+      200,
+    );
+  });
+
   it('runs a broadcast task once per eligible agent', async () => {
     const d = ((await t.call('POST', '/domains', { name: 'bcast' })).body as { id: string }).id;
     const m = ((await t.call('POST', `/domains/${d}/m`, { name: 'b' })).body as { id: string }).id;

@@ -116,6 +116,7 @@ export const MAX_IN_FLIGHT = Number(process.env.SVC_MESH_IN_FLIGHT ?? 4);
 function leasedText(change: LeasedChange): string {
   const from = change.from.map((st) => `'${st}'`).join(', ');
   // $1 task ids, $2 leases, $3 args, $4 visible domains (JSON array text, null: all), $5 now.
+  // An expired lease matches nothing here and is refused on the general path (fencing).
   // `cur` locks the rows in id order before the update (two batches touching the same tasks
   // cannot deadlock) and is the row before, for not_found / stale_lease.
   return `with req as (
@@ -128,6 +129,7 @@ function leasedText(change: LeasedChange): string {
       update mesh_tasks t set ${change.set}, updated_at = $5
       from req join cur on cur.id = req.id
       where t.id = req.id and t.lease_id = req.lease and t.state in (${from}) and t.parent_id is null
+        and t.lease_expires_at > $5
         and (req.doms is null or req.doms::jsonb ? t.domain_id)
       returning t.*
     ), ev as (${eventInsert(change.action, '$5', change.extraPayload)})

@@ -325,6 +325,7 @@ export class MeshService {
           `lease ${leaseId} is not the current lease of mesh task ${taskId} (state ${row.state}): the task was reclaimed, cancelled or finished`,
         );
       }
+      checkNotExpired(row, tx.now);
       const set = change(row, tx);
       if (set === null) return taskOf(row);
       const res = await tx.db
@@ -387,6 +388,7 @@ export class MeshService {
       if (row.lease_id !== leaseId || !['claimed', 'running'].includes(row.state)) {
         throw new SvcError('stale_lease', `lease ${leaseId} is not the current lease of mesh task ${taskId}`);
       }
+      checkNotExpired(row, tx.now);
       tx.emit({
         type: 'progress',
         domain_id: row.domain_id,
@@ -611,6 +613,20 @@ export class MeshService {
     };
     await tx.db.updateTable('mesh_tasks').set(set).where('id', '=', parent.id).execute();
     transitionEvent(tx, taskOf({ ...parent, ...set }), state);
+  }
+}
+
+/**
+ * Fencing: a lease past its expiry is dead even before the sweeper has returned the task to
+ * pending (the sweep runs every second), so a worker that stopped heartbeating in time can
+ * neither extend it nor finish the task with it. ISO 8601 UTC text compares in time order.
+ */
+function checkNotExpired(row: MeshTaskRow, now: string): void {
+  if (row.lease_expires_at !== null && row.lease_expires_at <= now) {
+    throw new SvcError(
+      'stale_lease',
+      `lease ${row.lease_id} of mesh task ${row.id} expired at ${row.lease_expires_at}: the task goes back to pending`,
+    );
   }
 }
 
