@@ -42,7 +42,7 @@ describe('svc daemon up / down / install-unit', () => {
     expect(unit).toMatch(/^After=network-online\.target$/m);
     expect(unit).toMatch(/^Wants=network-online\.target$/m);
     expect(unit).toMatch(
-      /^ExecStart=\S+ --max-semi-space-size=1 \S+svcd\.js run --backend-url http:\/\/127\.0\.0\.1:9999$/m,
+      /^ExecStart=\S+ --max-semi-space-size=1 --single-threaded --optimize-for-size \S+svcd\.js run --backend-url http:\/\/127\.0\.0\.1:9999$/m,
     );
     expect(unit).toMatch(/^Restart=on-failure$/m);
     expect(unit).toMatch(/^RestartSec=5$/m);

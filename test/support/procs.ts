@@ -2,6 +2,7 @@
 // own SVC_HOME; every child is tracked and killed by stopAll() (call it in afterEach/afterAll).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import { SVCD_NODE_FLAGS } from '../../src/cli/svcd-launch.js';
 import { waitFor } from './poll.js';
 
 export const SVC_BIN = resolve(import.meta.dirname, '../../dist/cli/svc.js');
@@ -19,7 +20,13 @@ export interface Proc {
 const running = new Set<Proc>();
 
 export function spawnProc(bin: string, args: string[], env: NodeJS.ProcessEnv): Proc {
-  const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, stdio: 'pipe' });
+  // `svcd run` with the V8 flags svc daemon up and the unit give it, so tests run the daemon as
+  // deployed.
+  const flags = bin === SVCD_BIN && args[0] === 'run' ? SVCD_NODE_FLAGS : [];
+  const child = spawn(process.execPath, [...flags, bin, ...args], {
+    env: { ...process.env, ...env },
+    stdio: 'pipe',
+  });
   let out = '';
   let err = '';
   child.stdout?.on('data', (d: Buffer) => {
