@@ -3,19 +3,45 @@
 // POST /mcp/call with a node JWT until the queue is empty. Input: one JSON argument
 // { url, jwt, agents, mission, batch } (batch 0: one task per call); output: one JSON line
 // { done, secs, lat, cpuMs } on stdout (lat: every claim's latency in ms; cpuMs: this process's CPU).
+import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 
 const { url, jwt, agents, mission, batch } = JSON.parse(process.argv[2]);
 
-async function mcp(tool, args) {
-  const r = await fetch(`${url}/mcp/call`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ tool, args }),
+// node:http with a keep-alive agent, one socket per claimer: several times less client CPU
+// per request than fetch (undici), and the client shares the machine's cores with the tower.
+const agent = new http.Agent({ keepAlive: true, maxSockets: agents.length });
+const target = new URL('/mcp/call', url);
+
+function mcp(tool, args) {
+  const body = JSON.stringify({ tool, args });
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      target,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          authorization: `Bearer ${jwt}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          if (res.statusCode !== 200)
+            reject(new Error(`${tool}: ${res.statusCode} ${JSON.stringify(parsed)}`));
+          else resolve(parsed.result);
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
   });
-  const body = await r.json();
-  if (r.status !== 200) throw new Error(`${tool}: ${r.status} ${JSON.stringify(body)}`);
-  return body.result;
 }
 
 const lat = [];

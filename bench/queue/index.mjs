@@ -237,6 +237,7 @@ async function runSvc(http, batch) {
       p50: percentile(r.lat, 50),
       p99: percentile(r.lat, 99),
       ...(await cpu(r.cpuMs)),
+      clientMs: r.cpuMs,
     };
   } finally {
     await t.close();
@@ -391,7 +392,7 @@ for (let r = 0; r < ROUNDS; r++) {
     if (res.done !== N) throw new Error(`${p}: completed ${res.done} of ${N}`);
     results[p].push(res);
     console.log(
-      `round ${r + 1} ${p}: ${res.perSec.toFixed(0)} tasks/s, claim p50 ${res.p50.toFixed(2)} ms p99 ${res.p99.toFixed(2)} ms, CPU per task: node ${(res.nodeMs / N).toFixed(3)} ms, PostgreSQL ${(res.pgMs / N).toFixed(3)} ms (load ${loadavg()[0].toFixed(1)})`,
+      `round ${r + 1} ${p}: ${res.perSec.toFixed(0)} tasks/s, claim p50 ${res.p50.toFixed(2)} ms p99 ${res.p99.toFixed(2)} ms, CPU per task: node ${(res.nodeMs / N).toFixed(3)} ms, PostgreSQL ${(res.pgMs / N).toFixed(3)} ms${res.clientMs === undefined ? '' : ` (of node: HTTP client ${(res.clientMs / N).toFixed(3)} ms)`} (load ${loadavg()[0].toFixed(1)})`,
     );
   }
 }
@@ -454,7 +455,7 @@ moves the throughput.
 - **svc-http**, **svc-http-batch**, **svc-http-batch-${MAX_BATCH}**: the same through HTTP,
   \`POST /mcp/call\` (\`claim_mesh_task\` / \`complete_mesh_task\`, or \`claim_mesh_tasks\`
   then one \`complete_mesh_tasks\` per batch) with a node JWT; the claimers run in a child
-  process (fetch, keep-alive), so the tower's event loop only serves requests; rate limit off.
+  process (node:http, keep-alive), so the tower's event loop only serves requests; rate limit off.
 - **graphile-worker 0.17** (the target): its throughput configuration from BENCHMARKING.md,
   \`localQueue.size = ${GW_LOCAL_QUEUE}\`, \`completeJobBatchDelay: 0\`, \`failJobBatchDelay: 0\`,
   concurrency ${C}, pool ${C + 4}; jobs added with \`addJobs\`; no-op handler. It fetches
