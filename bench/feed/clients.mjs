@@ -1,8 +1,9 @@
 // Subscribers of bench/feed, in their own process: N SSE streams on the tower or N socket.io
 // clients, each event's publish→receive latency taken from the publisher's timestamp in the
 // payload (same machine, so wall clocks agree). Driven over IPC by index.mjs.
-// The first SAMPLED subscribers are full clients (every event parsed; socket.io-client for
-// socket.io). The others only count events in the bytes their transport hands them (SSE:
+// SAMPLED subscribers, spread evenly over the connection order (servers write to their
+// streams in about that order, so the first ones would see only the start of each fan-out),
+// are full clients (every event parsed; socket.io-client for socket.io). The others only count events in the bytes their transport hands them (SSE:
 // `data:` lines; WebSocket: frames, engine.io `42` event packets for socket.io), so the
 // subscribers' process, which shares the machine with the server, measures the server rather
 // than itself; both peers' counting readers do the same minimal work.
@@ -12,8 +13,10 @@ import WebSocket from 'ws';
 
 const [kind, url, token, nText] = process.argv.slice(2);
 const N = Number(nText);
-/** Latency is sampled on the first subscribers only (all of them count deliveries). */
+/** Latency is sampled on every STRIDE-th subscriber only (all of them count deliveries). */
 const SAMPLED = 100;
+const STRIDE = Math.max(1, Math.floor(N / SAMPLED));
+const sampled = (i) => i % STRIDE === 0 && i / STRIDE < SAMPLED;
 const now = () => performance.timeOrigin + performance.now();
 
 let delivered = 0;
@@ -25,7 +28,7 @@ function onEvent(i, t) {
   delivered++;
   const at = now();
   lastAt = at;
-  if (i < SAMPLED) samples.push(at - t);
+  if (sampled(i)) samples.push(at - t);
 }
 
 function counted(n) {
@@ -59,7 +62,7 @@ function openSse(i) {
       (res) => {
         if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}`));
         closers.push(() => req.destroy());
-        if (i >= SAMPLED) {
+        if (!sampled(i)) {
           const count = sseCounter();
           res.on('data', (chunk) => counted(count(chunk)));
           return resolve();
@@ -91,7 +94,7 @@ function openWs(i) {
       headers: { authorization: `Bearer ${token}` },
       perMessageDeflate: false,
     });
-    if (i < SAMPLED) ws.on('message', (data) => onEvent(i, JSON.parse(data).payload.t));
+    if (sampled(i)) ws.on('message', (data) => onEvent(i, JSON.parse(data).payload.t));
     else ws.on('message', () => counted(1));
     ws.once('open', resolve);
     ws.once('error', reject);
@@ -120,7 +123,7 @@ function openSocketIoCounter() {
 }
 
 function openSocketIo(i) {
-  if (i >= SAMPLED) return openSocketIoCounter();
+  if (!sampled(i)) return openSocketIoCounter();
   return new Promise((resolve, reject) => {
     const s = io(url, { transports: ['websocket'], forceNew: true, reconnection: false });
     s.on('event', (ev) => onEvent(i, ev.payload.t));

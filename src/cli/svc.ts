@@ -6,6 +6,7 @@ import { registerAgentSupervise } from './commands/agent-supervise.js';
 import { registerAttach } from './commands/attach.js';
 import { registerCronCommands } from './commands/cron.js';
 import { registerDaemonCommands } from './commands/daemon.js';
+import { registerDaemonEvents } from './commands/daemon-events.js';
 import { registerFeed } from './commands/feed.js';
 import { registerNodeCommands } from './commands/node.js';
 import { registerRecords } from './commands/records.js';
@@ -49,6 +50,7 @@ export function buildSvc(io: CliIO): Command {
   registerTasks(program, agent, deps);
   const daemon = program.command('daemon').description('the local node daemon (svcd)');
   registerDaemonCommands(daemon, deps);
+  registerDaemonEvents(daemon, deps);
   registerWorker(program, daemon, deps);
   registerSystem(program, deps);
 

@@ -60,10 +60,14 @@ export interface StateStore {
 }
 
 export interface CallContext {
+  /** The JSON-RPC id of this request; null for a notification, a batch or an in-process call. */
+  id: string | number | null;
   /** Aborted when the client disconnects. */
   signal: AbortSignal;
   /** Sends a JSON-RPC notification to this client (for streaming methods). */
   notify(method: string, params: unknown): void;
+  /** Bytes sent to this client that it has not read yet: a streaming method's backlog. */
+  unread(): number;
 }
 
 export type MethodHandler = (params: unknown, call: CallContext) => Promise<unknown>;

@@ -9,12 +9,34 @@ import { seg } from '../client.js';
 import { type CommandDeps, collect, globals } from '../deps.js';
 import { keyValues, print, table } from '../output.js';
 
-interface FeedOpts {
+export interface FeedOpts {
   domain?: string[];
   mission?: string[];
   type?: string[];
   since?: string;
   limit?: string;
+}
+
+/** The filter, resume and limit options of `svc feed`, which `svc daemon events` shares. */
+export function feedOptions(cmd: Command): Command {
+  return cmd
+    .option('--domain <domain_id>', 'only this domain (repeatable)', collect)
+    .option('--mission <mission_id>', 'only this mission (repeatable)', collect)
+    .option('--type <type>', 'approval | inbox | matrix | progress (repeatable)', collect)
+    .option('--since <event_id>', 'replay every event after this id first (0: from the oldest kept)')
+    .option('--limit <n>', 'exit after this many events');
+}
+
+/** --limit as a number (no limit: infinity); a usage error when it is not positive. */
+export function feedLimit(o: FeedOpts): number {
+  const limit = o.limit !== undefined ? Number(o.limit) : Number.POSITIVE_INFINITY;
+  if (!(limit > 0)) throw new SvcError('bad_request', '--limit must be a positive number');
+  return limit;
+}
+
+/** What a reader prints when the stream says events after `last` are gone. */
+export function resetNotice(reason: string, last: string | null, resumeAfter: string): string {
+  return `feed reset (${reason}): events after ${last ?? 'now'} are no longer kept; continuing after ${resumeAfter}`;
 }
 
 /** One line per event: id, time, type, where, and what happened. */
@@ -65,87 +87,78 @@ async function readSse(
 }
 
 export function registerFeed(program: Command, deps: CommandDeps): void {
-  program
-    .command('feed')
-    .description('follow the event feed live (reconnects and resumes by id)')
-    .option('--domain <domain_id>', 'only this domain (repeatable)', collect)
-    .option('--mission <mission_id>', 'only this mission (repeatable)', collect)
-    .option('--type <type>', 'approval | inbox | matrix | progress (repeatable)', collect)
-    .option('--since <event_id>', 'replay every event after this id first (0: from the oldest kept)')
-    .option('--limit <n>', 'exit after this many events')
-    .action(async (o: FeedOpts, cmd: Command) => {
-      const client = await deps.client(cmd);
-      const json = Boolean(globals(cmd).json);
-      if (!client.token) {
-        throw new SvcError(
-          'unauthenticated',
-          'no credential: run "svc login --url URL --token TOKEN" or set SVC_TOKEN',
-        );
-      }
-      const limit = o.limit !== undefined ? Number(o.limit) : Number.POSITIVE_INFINITY;
-      if (!(limit > 0)) throw new SvcError('bad_request', '--limit must be a positive number');
-      if (o.since !== undefined && !/^[0-9]+$/.test(o.since)) {
-        throw new SvcError('bad_request', '--since must be an event id (a decimal number)');
-      }
-      const q = new URLSearchParams();
-      for (const d of o.domain ?? []) q.append('domain_id', d);
-      for (const m of o.mission ?? []) q.append('mission_id', m);
-      for (const t of o.type ?? []) q.append('type', t);
-      let last: string | null = o.since ?? null;
-      let seen = 0;
-      const backoff = new Backoff();
-      for (;;) {
-        let outcome: 'ended' | 'done' | 'failed' = 'failed';
-        try {
-          const url = `${client.url}/events/stream${q.size > 0 ? `?${q}` : ''}`;
-          const res = await fetch(url, {
-            headers: {
-              authorization: `Bearer ${client.token}`,
-              accept: 'text/event-stream',
-              ...(last !== null ? { 'last-event-id': last } : {}),
-            },
-          });
-          if (res.status >= 400) {
-            const err = errorFromProblem(res.status, await res.text());
-            // Credentials and bad filters do not heal by retrying.
-            if (res.status < 500 && res.status !== 429) throw err;
-            throw Object.assign(new Error(err.message), { retry: true });
-          }
-          if (!res.body) throw new Error('empty response');
-          backoff.reset();
-          outcome = await readSse(res.body, (name, id, data) => {
-            if (name === 'reset') {
-              const info = JSON.parse(data) as { reason: string; resume_after: string };
-              deps.io.err(
-                `feed reset (${info.reason}): events after ${last ?? 'now'} are no longer kept; continuing after ${info.resume_after}`,
-              );
-              last = info.resume_after;
-              return true;
-            }
-            if (name !== 'message') return true;
-            const ev = JSON.parse(data) as FeedEvent;
-            last = id ?? ev.id;
-            deps.io.out(json ? JSON.stringify(ev) : formatEvent(ev));
-            seen++;
-            return seen < limit;
-          });
-        } catch (e) {
-          if (e instanceof SvcError) throw e;
-          const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-          deps.io.err(
-            `feed connection failed: ${(e as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ''}`,
-          );
+  feedOptions(
+    program.command('feed').description('follow the event feed live (reconnects and resumes by id)'),
+  ).action(async (o: FeedOpts, cmd: Command) => {
+    const client = await deps.client(cmd);
+    const json = Boolean(globals(cmd).json);
+    if (!client.token) {
+      throw new SvcError(
+        'unauthenticated',
+        'no credential: run "svc login --url URL --token TOKEN" or set SVC_TOKEN',
+      );
+    }
+    const limit = feedLimit(o);
+    if (o.since !== undefined && !/^[0-9]+$/.test(o.since)) {
+      throw new SvcError('bad_request', '--since must be an event id (a decimal number)');
+    }
+    const q = new URLSearchParams();
+    for (const d of o.domain ?? []) q.append('domain_id', d);
+    for (const m of o.mission ?? []) q.append('mission_id', m);
+    for (const t of o.type ?? []) q.append('type', t);
+    let last: string | null = o.since ?? null;
+    let seen = 0;
+    const backoff = new Backoff();
+    for (;;) {
+      let outcome: 'ended' | 'done' | 'failed' = 'failed';
+      try {
+        const url = `${client.url}/events/stream${q.size > 0 ? `?${q}` : ''}`;
+        const res = await fetch(url, {
+          headers: {
+            authorization: `Bearer ${client.token}`,
+            accept: 'text/event-stream',
+            ...(last !== null ? { 'last-event-id': last } : {}),
+          },
+        });
+        if (res.status >= 400) {
+          const err = errorFromProblem(res.status, await res.text());
+          // Credentials and bad filters do not heal by retrying.
+          if (res.status < 500 && res.status !== 429) throw err;
+          throw Object.assign(new Error(err.message), { retry: true });
         }
-        if (outcome === 'done') return;
-        const wait = backoff.next();
+        if (!res.body) throw new Error('empty response');
+        backoff.reset();
+        outcome = await readSse(res.body, (name, id, data) => {
+          if (name === 'reset') {
+            const info = JSON.parse(data) as { reason: string; resume_after: string };
+            deps.io.err(resetNotice(info.reason, last, info.resume_after));
+            last = info.resume_after;
+            return true;
+          }
+          if (name !== 'message') return true;
+          const ev = JSON.parse(data) as FeedEvent;
+          last = id ?? ev.id;
+          deps.io.out(json ? JSON.stringify(ev) : formatEvent(ev));
+          seen++;
+          return seen < limit;
+        });
+      } catch (e) {
+        if (e instanceof SvcError) throw e;
+        const cause = (e as { cause?: { code?: string; message?: string } }).cause;
         deps.io.err(
-          `${new Date().toISOString()} feed disconnected; reconnecting in ${(wait / 1000).toFixed(1)} s${
-            last !== null ? ` from event ${last}` : ''
-          }`,
+          `feed connection failed: ${(e as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ''}`,
         );
-        await new Promise((r) => setTimeout(r, wait));
       }
-    });
+      if (outcome === 'done') return;
+      const wait = backoff.next();
+      deps.io.err(
+        `${new Date().toISOString()} feed disconnected; reconnecting in ${(wait / 1000).toFixed(1)} s${
+          last !== null ? ` from event ${last}` : ''
+        }`,
+      );
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  });
 
   const approvals = program.command('approvals').description('approvals agents asked for');
   approvals

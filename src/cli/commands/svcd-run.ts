@@ -53,10 +53,9 @@ export function registerSvcdRun(program: Command, io: CliIO): void {
         ...(flags.boosterWasm ? { boosterWasm: flags.boosterWasm } : {}),
       });
       await daemon.start();
-      io.out(
-        `svcd running (node ${identity.node_id}, tower ${backendUrl}, mgmt ${daemon.ctx.paths.mgmtSock})`,
-      );
-      await new Promise<void>((resolve) => {
+      // Signal handlers go in before the line that tells a supervisor (or a test) svcd is
+      // up: a SIGTERM right after that line must shut down cleanly, not kill the process.
+      const stopped = new Promise<void>((resolve) => {
         const onSignal = (signal: string) => {
           log.info({ signal }, 'shutting down');
           process.off('SIGTERM', onSignal);
@@ -66,6 +65,10 @@ export function registerSvcdRun(program: Command, io: CliIO): void {
         process.on('SIGTERM', onSignal);
         process.on('SIGINT', onSignal);
       });
+      io.out(
+        `svcd running (node ${identity.node_id}, tower ${backendUrl}, mgmt ${daemon.ctx.paths.mgmtSock})`,
+      );
+      await stopped;
     });
 }
 

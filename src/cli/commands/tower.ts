@@ -116,8 +116,9 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         await tower.stop();
         throw new SvcError('unavailable', `cannot listen on ${flags.listen}: ${(e as Error).message}`);
       }
-      deps.io.out(`svc tower listening on ${url} (${tower.ctx.store.describe})`);
-      await new Promise<void>((resolve) => {
+      // Signal handlers go in before the line that tells a supervisor (or a test) the tower
+      // is up: a SIGTERM right after that line must shut down cleanly, not kill the process.
+      const stopped = new Promise<void>((resolve) => {
         const onSignal = (sig: string) => {
           log.info({ signal: sig }, 'shutting down');
           process.off('SIGTERM', onSignal);
@@ -127,6 +128,8 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         process.on('SIGTERM', onSignal);
         process.on('SIGINT', onSignal);
       });
+      deps.io.out(`svc tower listening on ${url} (${tower.ctx.store.describe})`);
+      await stopped;
     });
 
   const keys = tower.command('keys').description('node JWT signing keys');

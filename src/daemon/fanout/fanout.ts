@@ -1,10 +1,12 @@
 // svcd's local fan-out (DESIGN §4 Local fan-out): the component that wires the upstream
 // follower, the rate-limit hold, the ring buffer, the local listener and the MQTT input, and
-// assigns every local event its id. mgmt.sock: `fanout.status` (svc system doctor reads it).
+// assigns every local event its id. mgmt.sock: `fanout.status` (svc system doctor reads it) and
+// `events.subscribe` (subscribe.ts).
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { iso } from '../../lib/clock.js';
+import { SvcError } from '../../protocol/errors.js';
 import type { FeedEvent } from '../../protocol/events.js';
 import { loadSvcdConfig } from '../config/config.js';
 import type { Component, DaemonContext } from '../context.js';
@@ -14,6 +16,7 @@ import { type Entry, FanoutListener, type LocalEvent } from './listener.js';
 import { MqttInput, type MqttMessage } from './mqtt.js';
 import { FanoutPosition } from './position.js';
 import { compareKeys, type EventKey, EventRing, formatEventKey, parseEventKey } from './ring.js';
+import { registerEventMethods } from './subscribe.js';
 import { Upstream } from './upstream.js';
 
 export interface FanoutDeps {
@@ -156,6 +159,18 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
     };
   }
   ctx.mgmt.register('fanout.status', async () => status());
+  registerEventMethods(ctx.mgmt, {
+    listener: () => {
+      if (config && !config.enable) {
+        throw new SvcError(
+          'unavailable',
+          'the local fan-out is off: set [fanout] enable = true in config.toml and restart svcd (docs/fanout.md)',
+        );
+      }
+      if (!listener) throw new SvcError('unavailable', 'svcd is still starting; retry');
+      return listener;
+    },
+  });
 
   return {
     name: 'fanout',
@@ -292,6 +307,7 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
       hold?.stop();
       await position?.flush();
       await listener?.close();
+      listener = null;
       upstream = null;
       mqttIn = null;
     },

@@ -38,13 +38,15 @@ export interface ListenerOptions {
   log: Logger;
 }
 
-interface Filter {
+/** What a consumer asked for; an empty list lets everything through. */
+export interface Filter {
   types: string[];
   domains: string[];
   missions: string[];
 }
 
-interface Consumer {
+/** One reader of the stream: an SSE response, a WebSocket, a mgmt.sock subscription. */
+export interface Consumer {
   filter: Filter;
   /** Sends one live entry; a consumer too far behind is cut off (it resumes by id). */
   send(e: Entry): void;
@@ -121,6 +123,18 @@ export class FanoutListener {
 
   status() {
     return { address: this.address, consumers: this.consumers.size, consumers_served: this.served };
+  }
+
+  /**
+   * Adds a consumer from elsewhere (mgmt.sock's events.subscribe): replays after `after` (a
+   * valid event id, or null for live events only), then relays live entries. Returns what
+   * removes it.
+   */
+  subscribe(consumer: Consumer, after: string | null, sendReset: (r: object) => void): () => void {
+    this.attach(consumer, after, sendReset);
+    return () => {
+      this.consumers.delete(consumer);
+    };
   }
 
   private armKeepalive(): void {

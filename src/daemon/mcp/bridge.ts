@@ -2,19 +2,12 @@
 // /mcp/call with the node JWT) and `mcp.tools` (the tools and the argument schemas in force),
 // which `svcd mcp` serves to agents over stdio. Deciding is validate/'s; this is the shell.
 import { SvcError } from '../../protocol/errors.js';
-import { MCP_TOOLS, type McpToolName } from '../../protocol/mcp-tools.js';
 import { McpCall } from '../../protocol/mesh.js';
 import { type LoadedSchemaPack, loadSchemaPack } from '../../protocol/schema-pack.js';
 import type { Component, DaemonContext } from '../context.js';
 import { type Booster, embeddedBooster, loadBooster } from '../validate/booster.js';
 import { createToolCallValidation, type ToolCallValidation } from '../validate/pipeline.js';
-
-export interface McpToolDescription {
-  name: McpToolName;
-  description: string;
-  /** JSON Schema of `args` (always an object schema, as MCP requires). */
-  input_schema: Record<string, unknown>;
-}
+import { describeTools, type McpToolDescription } from './tools.js';
 
 export interface McpToolsReply {
   tools: McpToolDescription[];
@@ -63,13 +56,8 @@ export function createMcpBridge(ctx: DaemonContext, opts: { boosterWasm?: string
 
   ctx.mgmt.register('mcp.tools', async (): Promise<McpToolsReply> => {
     const r = ready();
-    const schemas = r.loaded.pack.pack.tools;
     return {
-      tools: (Object.keys(MCP_TOOLS) as McpToolName[]).map((name) => ({
-        name,
-        description: MCP_TOOLS[name].description,
-        input_schema: objectSchema(schemas[name]),
-      })),
+      tools: describeTools(r.loaded.pack.pack.tools),
       schema_pack: r.loaded.pack.source,
       booster: r.booster.source,
     };
@@ -107,12 +95,4 @@ export function createMcpBridge(ctx: DaemonContext, opts: { boosterWasm?: string
       answered_by_booster: answered,
     }),
   };
-}
-
-/** MCP lists input schemas as JSON objects of type "object"; a pack may give `true` or omit type. */
-function objectSchema(schema: object | boolean): Record<string, unknown> {
-  if (typeof schema === 'boolean') return { type: 'object' };
-  // JSON round trip: TypeBox schemas carry symbol keys that are not part of the wire shape.
-  const s = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
-  return s.type === 'object' ? s : { type: 'object', ...s };
 }

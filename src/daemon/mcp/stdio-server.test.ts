@@ -1,9 +1,14 @@
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { makeTempDir } from '../../../test/support/tmp.js';
+import { mgmtCall } from '../../cli/mgmt-client.js';
 import { SvcError } from '../../protocol/errors.js';
+import { MCP_TOOLS } from '../../protocol/mcp-tools.js';
 import type { McpCallReply, McpToolsReply } from './bridge.js';
 import { type SvcdCalls, serveMcp } from './stdio-server.js';
+import { describeTools } from './tools.js';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -85,5 +90,38 @@ describe('svcd mcp server', () => {
       code: 'validation_failed',
       errors: [{ field: 'args/task_id', message: 'must be string' }],
     });
+  });
+
+  it('lists the tools with the embedded schemas while svcd is down, and answers a call with a tool error saying so', async () => {
+    const tmp = makeTempDir('svcd-mcp-down-');
+    closers.push(async () => tmp.remove());
+    // What `svcd mcp` does, on a mgmt.sock nobody serves.
+    const sock = join(tmp.dir, 'mgmt.sock');
+    const client = await connect({
+      tools: () => mgmtCall<McpToolsReply>(sock, 'mcp.tools'),
+      call: (tool, args) => mgmtCall<McpCallReply>(sock, 'mcp.call', { tool, args }),
+    });
+    const listed = (await client.listTools()).tools;
+    expect(listed.map((t) => t.name)).toEqual(Object.keys(MCP_TOOLS));
+    expect(listed.map((t) => t.inputSchema)).toEqual(describeTools().map((t) => t.input_schema));
+    const r = await client.callTool({ name: 'get_mesh_task', arguments: { task_id: 'mt_1' } });
+    expect(r.isError).toBe(true);
+    expect(r._meta).toEqual({ code: 'unavailable' });
+    expect(r.content).toEqual([
+      {
+        type: 'text',
+        text: `unavailable: svcd is not running (cannot connect to ${sock}: ENOENT); start it with "svc daemon up"`,
+      },
+    ]);
+  });
+
+  it('still fails tools/list for an error other than svcd being unavailable', async () => {
+    const client = await connect({
+      tools: async () => {
+        throw new SvcError('internal', 'broken');
+      },
+      call: async () => ({ result: null, answered_by: 'tower' }),
+    });
+    await expect(client.listTools()).rejects.toThrow();
   });
 });

@@ -1,6 +1,7 @@
 // `svcd mcp`: an MCP server on stdio (@modelcontextprotocol/sdk) that agents load. It lists
 // the tools and argument schemas svcd enforces and sends each call through svcd (mgmt.sock
-// mcp.call), which validates it and only then calls the tower. It holds no credential.
+// mcp.call), which validates it and only then calls the tower. It holds no credential. With
+// svcd down it still lists the tools (embedded schemas) and answers each call with a tool error.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -10,6 +11,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { isSvcError } from '../../protocol/errors.js';
 import type { McpCallReply, McpToolsReply } from './bridge.js';
+import { describeTools, type McpToolDescription } from './tools.js';
 
 /** How the server reaches svcd (mgmt.sock in `svcd mcp`; injectable for tests). */
 export interface SvcdCalls {
@@ -29,7 +31,15 @@ export function createMcpServer(svcd: SvcdCalls, version: string): Server {
   );
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
-    const { tools } = await svcd.tools();
+    let tools: McpToolDescription[];
+    try {
+      ({ tools } = await svcd.tools());
+    } catch (e) {
+      // svcd down or still starting: the agent still learns its tools (with the embedded
+      // schemas); a call then answers with a tool error saying svcd is not running.
+      if (!isSvcError(e) || e.code !== 'unavailable') throw e;
+      tools = describeTools();
+    }
     return {
       tools: tools.map((t) => ({
         name: t.name,

@@ -6,7 +6,7 @@
 import type { Socket } from 'node:net';
 import type { TSchema } from '@sinclair/typebox';
 import AjvModule from 'ajv';
-import { JSONRPCServer } from 'json-rpc-2.0';
+import { type JSONRPCRequest, JSONRPCServer } from 'json-rpc-2.0';
 import type { Logger } from '../../lib/log.js';
 import { isSvcError, SvcError } from '../../protocol/errors.js';
 import {
@@ -64,7 +64,7 @@ export class MgmtServer implements MethodRegistry {
    * node.request). Throws the method's SvcError.
    */
   async invoke(name: string, params: unknown, signal: AbortSignal): Promise<unknown> {
-    const call: CallContext = { signal, notify: () => {} };
+    const call: CallContext = { id: null, signal, notify: () => {}, unread: () => 0 };
     const res = await this.rpc.receive({ jsonrpc: '2.0', id: 1, method: name, params: params ?? {} }, call);
     if (!res) throw new SvcError('internal', `mgmt method ${name} gave no answer`);
     if (res.error) throw errorFromRpc(res.error as RpcErrorObject);
@@ -81,11 +81,12 @@ export class MgmtServer implements MethodRegistry {
 
   private serve(socket: Socket): void {
     const abort = new AbortController();
-    const call: CallContext = {
+    const connection: Omit<CallContext, 'id'> = {
       signal: abort.signal,
       notify: (method, params) => {
         if (!socket.destroyed) socket.write(`${JSON.stringify({ jsonrpc: '2.0', method, params })}\n`);
       },
+      unread: () => socket.writableLength,
     };
     let buffer = '';
     let discarding = false;
@@ -118,7 +119,7 @@ export class MgmtServer implements MethodRegistry {
           continue;
         }
         if (line.trim() === '') continue;
-        void this.handleLine(line, call).then((res) => {
+        void this.handleLine(line, connection).then((res) => {
           if (res !== null) send(res);
         });
       }
@@ -127,9 +128,21 @@ export class MgmtServer implements MethodRegistry {
     socket.on('error', () => abort.abort());
   }
 
-  private async handleLine(line: string, call: CallContext): Promise<unknown> {
+  private async handleLine(line: string, connection: Omit<CallContext, 'id'>): Promise<unknown> {
+    let request: unknown;
     try {
-      return await this.rpc.receiveJSON(line, call);
+      request = JSON.parse(line);
+    } catch {
+      return { jsonrpc: '2.0', id: null, error: { code: JSONRPC_PARSE_ERROR, message: 'Parse error' } };
+    }
+    // Each request gets its id in its context: a streaming method names its stream by it.
+    const id = (request as { id?: unknown } | null)?.id;
+    const call: CallContext = {
+      ...connection,
+      id: typeof id === 'string' || typeof id === 'number' ? id : null,
+    };
+    try {
+      return await this.rpc.receive(request as JSONRPCRequest, call);
     } catch (e) {
       this.log.warn({ err: e }, 'mgmt request failed');
       return { jsonrpc: '2.0', id: null, error: { code: JSONRPC_INTERNAL_ERROR, message: 'internal error' } };

@@ -1,7 +1,8 @@
 // The bytes of feed events on the wire, shared by every stream of a fan-out pass. Fan-out to
 // thousands of streams costs per stream, not per byte: so each event is serialized once, each
 // principal's rate_limit block is computed once per millisecond, and streams that receive the
-// same frames in a pass write the very same Buffer (no per-stream concatenation, encoding or
+// same events in a pass (the hub hands every stream of a view the same array) write the very
+// same Buffer, HTTP chunk framing included (no per-stream concatenation, encoding or
 // garbage). It never decides who gets what (feed/hub.ts does).
 import type { FeedEvent } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
@@ -12,7 +13,7 @@ export class FrameCache {
   private readonly json = new WeakMap<FeedEvent, string>();
   private readonly sse = new WeakMap<FeedEvent, Map<string, string>>();
   private readonly ws = new WeakMap<FeedEvent, Map<string, Buffer>>();
-  private last: { parts: string[]; bytes: Buffer } | null = null;
+  private readonly batches = new WeakMap<readonly FeedEvent[], Map<string, Buffer>>();
 
   constructor(
     private readonly deps: {
@@ -80,17 +81,34 @@ export class FrameCache {
   }
 
   /**
-   * A stream's SSE frames of one pass as bytes. Streams are flushed one after another, so
-   * when this stream got the same frames (the same strings) as the one before, it gets the
-   * same Buffer.
+   * The SSE messages of `events` as bytes, as one HTTP/1.1 chunk (size line and CRLF
+   * around them) when `chunked`; the same Buffer for every stream handed the same array
+   * with the same `block`.
    */
-  bytes(parts: string[]): Buffer {
-    const last = this.last;
-    if (last && last.parts.length === parts.length && last.parts.every((p, i) => p === parts[i])) {
-      return last.bytes;
+  sseBytes(events: readonly FeedEvent[], block: string | null, chunked: boolean): Buffer {
+    let byKey = this.batches.get(events);
+    if (!byKey) {
+      byKey = new Map();
+      this.batches.set(events, byKey);
     }
-    const bytes = Buffer.from(parts.length === 1 ? (parts[0] as string) : parts.join(''), 'utf8');
-    this.last = { parts, bytes };
+    const key = `${chunked ? 'c' : 'r'}${block ?? ''}`;
+    let bytes = byKey.get(key);
+    if (bytes === undefined) {
+      if (chunked) bytes = httpChunk(this.sseBytes(events, block, false));
+      else {
+        let text = '';
+        for (const ev of events) text += this.sseFrame(ev, block);
+        bytes = Buffer.from(text, 'utf8');
+      }
+      byKey.set(key, bytes);
+    }
     return bytes;
   }
+}
+
+const CRLF = Buffer.from('\r\n');
+
+/** `body` as one chunk of an HTTP/1.1 chunked body. */
+export function httpChunk(body: Buffer): Buffer {
+  return Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`, 'latin1'), body, CRLF]);
 }

@@ -25,14 +25,30 @@ const MAX_QUEUED = 10_000;
  * read at once; under a stream of commits, reads are spaced so each page carries several
  * events and every stream gets one write per page instead of one per commit: with thousands
  * of streams the per-write cost, not the bytes, is what limits fan-out. The gap is at least
- * MIN and twice what the last pass cost (read, fan-out and the streams' writes), so fan-out
- * takes at most about half the CPU however many streams there are; MAX bounds the latency
- * this adds when the machine is simply overloaded.
+ * MIN and twice the CPU time the last pass cost (read, fan-out and the streams' writes), so
+ * fan-out takes at most about a third of a core however many streams there are. CPU time,
+ * not wall time: a pass that waited for the CPU (other processes, a busy machine) cost no
+ * more, and spacing reads further would only add that wait to every event's latency again.
+ * MAX bounds the latency this adds when fan-out alone is that expensive.
  */
-export const READ_GAP = { MIN_MS: 10, MAX_MS: 250, PASS_FACTOR: 2 };
+export const READ_GAP = { MIN_MS: 10, MAX_MS: 100, PASS_FACTOR: 2 };
 
-export function readGapMs(lastPassMs: number): number {
-  return Math.min(READ_GAP.MAX_MS, Math.max(READ_GAP.MIN_MS, lastPassMs * READ_GAP.PASS_FACTOR));
+export function readGapMs(lastPassCpuMs: number): number {
+  return Math.min(READ_GAP.MAX_MS, Math.max(READ_GAP.MIN_MS, lastPassCpuMs * READ_GAP.PASS_FACTOR));
+}
+
+/**
+ * What decides which events a subscriber sees: the domains its principal may see and its
+ * filter. Subscribers with equal keys see exactly the same events.
+ */
+export function viewKey(principal: Principal, filter: FeedFilter): string {
+  const sorted = (xs: readonly string[] | null | undefined) => (xs ? [...xs].sort() : null);
+  return JSON.stringify([
+    sorted(principal.domains),
+    sorted(filter.domainIds?.length ? filter.domainIds : null),
+    sorted(filter.missionIds?.length ? filter.missionIds : null),
+    sorted(filter.types?.length ? filter.types : null),
+  ]);
 }
 
 export interface FeedFilter {
@@ -50,8 +66,13 @@ export interface ResetInfo {
 }
 
 export interface SubscriberSink {
-  /** Returns false when the consumer's buffer is over its limit: the hub then closes it. */
-  deliver(event: FeedEvent): boolean;
+  /**
+   * Events in id order, already filtered for this subscriber. Live fan-out hands every
+   * subscriber with the same view (visible domains and filter) the same array object, so a
+   * sink may cache what it makes of it (feed/frames.ts). Returns false when the consumer's
+   * buffer is over its limit: the hub then closes it.
+   */
+  deliver(events: readonly FeedEvent[]): boolean;
   /**
    * Replay is paced by the consumer: when this says the buffer is past its soft limit, the
    * hub waits for `drained()` before sending more (live delivery is not paced: a consumer that
@@ -71,6 +92,8 @@ export interface Subscription {
 interface Sub {
   principal: Principal;
   filter: FeedFilter;
+  /** Subscribers with the same key see the same events (see viewKey). */
+  view: string;
   sink: SubscriberSink;
   /** Highest id handed to the sink (or skipped as invisible). */
   lastSent: bigint;
@@ -94,7 +117,7 @@ export class FeedHub {
   private running: Promise<void> | null = null;
   private again = false;
   private lastReadAt = 0;
-  private lastPassMs = 0;
+  private lastPassCpuMs = 0;
   private stopped = false;
   private poll: TimerHandle | null = null;
   private listener: pg.Client | null = null;
@@ -145,16 +168,21 @@ export class FeedHub {
       try {
         do {
           this.again = false;
-          const wait = this.lastReadAt + readGapMs(this.lastPassMs) - performance.now();
+          const wait = this.lastReadAt + readGapMs(this.lastPassCpuMs) - performance.now();
           if (wait > 0) await new Promise((r) => setTimeout(r, wait));
           this.lastReadAt = performance.now();
+          const cpu = process.cpuUsage();
           const delivered = await this.readNew();
           if (delivered > 0) {
             // Streams write what a pass gave them on the next tick: count that in.
             await new Promise((r) => setImmediate(r));
-            this.lastPassMs = performance.now() - this.lastReadAt;
+            const used = process.cpuUsage(cpu);
+            // The process's CPU time (other threads too, and whatever ran in between), never
+            // more than the pass took in real time.
+            const wall = performance.now() - this.lastReadAt;
+            this.lastPassCpuMs = Math.min(wall, (used.user + used.system) / 1000);
           } else {
-            this.lastPassMs = 0;
+            this.lastPassCpuMs = 0;
           }
         } while (this.again && !this.stopped);
       } catch (e) {
@@ -175,6 +203,7 @@ export class FeedHub {
     const sub: Sub = {
       principal,
       filter,
+      view: viewKey(principal, filter),
       sink,
       lastSent: this.head,
       replaying: afterId !== null,
@@ -203,20 +232,16 @@ export class FeedHub {
       sub.lastSent = cursor;
       for (;;) {
         const page = await this.page(cursor, PAGE);
-        for (const ev of page) {
-          if (!sub.open || !this.send(sub, ev, BigInt(ev.id))) return subscription;
-          if (sink.busy?.()) await sink.drained?.();
-        }
+        if (!(await this.replay(sub, page))) return subscription;
         if (page.length < PAGE) break;
         cursor = BigInt(page[page.length - 1]?.id ?? cursor);
       }
       // Switch to live: what queued meanwhile, minus what the replay already sent. New live
       // events keep queueing until the queue is empty, so order holds.
       while (sub.open && sub.queued.length > 0) {
-        const ev = sub.queued.shift() as FeedEvent;
-        const id = BigInt(ev.id);
-        if (id > sub.lastSent && !this.send(sub, ev, id)) break;
-        if (sink.busy?.()) await sink.drained?.();
+        const queued = sub.queued;
+        sub.queued = [];
+        if (!(await this.replay(sub, queued))) break;
       }
       sub.replaying = false;
     } catch (e) {
@@ -244,12 +269,35 @@ export class FeedHub {
     return true;
   }
 
-  /** `id` is `ev.id` parsed once by the caller (fan-out sends one event to every stream). */
-  private send(sub: Sub, ev: FeedEvent, id: bigint): boolean {
-    if (id <= sub.lastSent) return true;
-    sub.lastSent = id;
-    if (!FeedHub.matches(sub.principal, sub.filter, ev)) return true;
-    if (sub.sink.deliver(ev)) return true;
+  /**
+   * Sends `sub` the events of `events` (id order) after its last sent id that it may see.
+   * Returns false when the subscriber was cut off.
+   */
+  private sendMany(sub: Sub, events: readonly FeedEvent[]): boolean {
+    const visible: FeedEvent[] = [];
+    for (const ev of events) {
+      const id = BigInt(ev.id);
+      if (id <= sub.lastSent) continue;
+      sub.lastSent = id;
+      if (FeedHub.matches(sub.principal, sub.filter, ev)) visible.push(ev);
+    }
+    return this.handOver(sub, visible);
+  }
+
+  /**
+   * Replay is paced by the consumer, one event at a time: a stream holds at most its soft
+   * limit plus one event unsent. Returns false once the subscriber is gone.
+   */
+  private async replay(sub: Sub, events: readonly FeedEvent[]): Promise<boolean> {
+    for (const ev of events) {
+      if (!sub.open || !this.sendMany(sub, [ev])) return false;
+      if (sub.sink.busy?.()) await sub.sink.drained?.();
+    }
+    return sub.open;
+  }
+
+  private handOver(sub: Sub, events: readonly FeedEvent[]): boolean {
+    if (events.length === 0 || sub.sink.deliver(events)) return true;
     this.end(sub, 'overflow');
     return false;
   }
@@ -261,18 +309,31 @@ export class FeedHub {
       const page = await this.page(this.head, PAGE);
       n += page.length;
       if (page.length === 0) return n;
-      for (const ev of page) {
-        const id = BigInt(ev.id);
-        this.head = id;
-        for (const sub of this.subs) {
-          if (!sub.open) continue;
-          if (sub.replaying) {
-            if (sub.queued.length >= MAX_QUEUED) this.end(sub, 'overflow');
-            else sub.queued.push(ev);
-          } else {
-            this.send(sub, ev, id);
-          }
+      const first = BigInt(page[0]?.id ?? 0);
+      const last = BigInt(page[page.length - 1]?.id ?? 0);
+      this.head = last;
+      // What each view sees of this page, worked out once per view: every subscriber of a
+      // view gets the same array, so its frames are made once (feed/frames.ts).
+      const views = new Map<string, FeedEvent[]>();
+      for (const sub of this.subs) {
+        if (!sub.open) continue;
+        if (sub.replaying) {
+          if (sub.queued.length + page.length > MAX_QUEUED) this.end(sub, 'overflow');
+          else for (const ev of page) sub.queued.push(ev);
+          continue;
         }
+        if (sub.lastSent >= first) {
+          // It switched from replay to live having read some of this page from the table.
+          this.sendMany(sub, page);
+          continue;
+        }
+        sub.lastSent = last;
+        let visible = views.get(sub.view);
+        if (!visible) {
+          visible = page.filter((ev) => FeedHub.matches(sub.principal, sub.filter, ev));
+          views.set(sub.view, visible);
+        }
+        this.handOver(sub, visible);
       }
       if (page.length < PAGE) return n;
       // Let the streams write this page before the next one is read: what one stream holds

@@ -6,7 +6,7 @@ describe('readGapMs', () => {
     [0, READ_GAP.MIN_MS],
     [3, READ_GAP.MIN_MS],
     [20, 40],
-    [100, 200],
+    [40, 80],
     [500, READ_GAP.MAX_MS],
   ])('spaces reads after a pass of %d ms by %d ms', (pass, gap) => {
     expect(readGapMs(pass)).toBe(gap);

@@ -8,11 +8,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { TOWER_MAX_FRAME_BYTES } from '../../protocol/attach.js';
 import { SvcError } from '../../protocol/errors.js';
-import { type EventType, EventTypeSchema } from '../../protocol/events.js';
+import { type EventType, EventTypeSchema, type FeedEvent } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
-import { FrameCache } from './frames.js';
+import { FrameCache, httpChunk } from './frames.js';
 import type { FeedFilter, FeedHub, ResetInfo, Subscription } from './hub.js';
 import { FeedStats } from './stats.js';
 import { StreamWatch } from './stream-watch.js';
@@ -131,24 +131,42 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         res.write('retry: 1000\n\n');
         let sub: Subscription | null = null;
         let closed = false;
-        // The hub delivers a page of events to every stream in one synchronous pass: the
-        // stream collects that pass's frames and writes them once (one syscall per page, not
-        // per event), with its rate_limit block taken once per page.
-        let pending: string[] = [];
-        let pendingLength = 0;
+        // The hub hands the stream a pass's events at once (replay: one event at a time): the
+        // stream collects what it gets in one tick and writes it once (one syscall per pass,
+        // not per event), with its rate_limit block taken once per tick. Once the response
+        // has sent its head and holds nothing back itself, that write goes straight to the
+        // socket as a whole HTTP chunk; a pass's chunk is the very Buffer every stream that
+        // got the same events writes (see frames.ts), and the response's per-write chunking
+        // work is skipped. res.write() otherwise.
+        let pending: (readonly FeedEvent[])[] = [];
+        let pendingBytes = 0;
         let block: string | null = null;
         const flush = () => {
-          if (!closed && pending.length > 0 && !res.destroyed) {
-            res.write(frames.bytes(pending));
-            stats.observe(res.writableLength);
-          }
+          const batches = pending;
           pending = [];
-          pendingLength = 0;
-          block = null;
+          pendingBytes = 0;
+          if (closed || batches.length === 0 || res.destroyed) return;
+          const socket = res.socket;
+          const direct =
+            socket !== null &&
+            res.headersSent &&
+            res.chunkedEncoding &&
+            !res.writableCorked &&
+            res.writableLength === socket.writableLength;
+          if (batches.length === 1) {
+            const events = batches[0] as readonly FeedEvent[];
+            if (direct) socket.write(frames.sseBytes(events, block, true));
+            else res.write(frames.sseBytes(events, block, false));
+          } else {
+            const body = Buffer.concat(batches.map((events) => frames.sseBytes(events, block, false)));
+            if (direct) socket.write(httpChunk(body));
+            else res.write(body);
+          }
+          stats.observe(res.writableLength);
         };
         res.on(
           'close',
-          stats.track(() => res.writableLength + pendingLength),
+          stats.track(() => res.writableLength + pendingBytes),
         );
         const finish = (comment: string | null) => {
           if (closed) return;
@@ -169,34 +187,36 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         res.on('close', () => ctx.shutdown.removeEventListener('abort', onShutdown));
         if (ctx.shutdown.aborted) return onShutdown(); // an aborted signal never fires again
         sub = await hub.subscribe(principal, filterOf(q), after, {
-          deliver(ev) {
+          deliver(events) {
             if (closed) return true;
             if (pending.length === 0) {
               process.nextTick(flush);
               block = frames.block(principal);
             }
-            const frame = frames.sseFrame(ev, block);
-            pending.push(frame);
-            pendingLength += frame.length;
+            pending.push(events);
+            pendingBytes += frames.sseBytes(events, block, false).length;
             // Only what earlier passes left unsent counts: a reading consumer's socket takes
             // each pass at once, so a burst larger than the limit does not cut it off, while
             // one that stopped reading passes the limit within a pass or two (memory stays
             // bounded by the limit plus one pass).
             return res.writableLength <= STREAM_BUFFER_LIMIT;
           },
-          busy: () => !closed && res.writableLength + pendingLength > REPLAY_SOFT_LIMIT,
+          busy: () => !closed && res.writableLength + pendingBytes > REPLAY_SOFT_LIMIT,
           drained: () => {
-            // Hand what the replay collected to the response; past the soft limit that write
+            // Hand what the replay collected to the socket; past the soft limit a write
             // returned false, so 'drain' will come.
             flush();
             if (closed || res.writableLength <= REPLAY_SOFT_LIMIT) return Promise.resolve();
             stats.replayWaited('sse');
+            const socket = res.socket;
             return new Promise<void>((resolve) => {
               const done = () => {
+                socket?.off('drain', done);
                 res.off('drain', done);
                 res.off('close', done);
                 resolve();
               };
+              socket?.on('drain', done);
               res.on('drain', done);
               res.on('close', done);
             });
@@ -287,7 +307,7 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         socket.on('close', () => ctx.shutdown.removeEventListener('abort', onShutdown));
         if (ctx.shutdown.aborted) return onShutdown(); // an aborted signal never fires again
         sub = await hub.subscribe(principal, filterOf(q), after, {
-          deliver(ev) {
+          deliver(events) {
             if (closed) return true;
             if (!corked) {
               corked = true;
@@ -295,7 +315,8 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
               raw?.cork();
               process.nextTick(uncork);
             }
-            socket.send(frames.wsFrame(ev, frames.block(principal)), { binary: false }, afterSend);
+            const block = frames.block(principal);
+            for (const ev of events) socket.send(frames.wsFrame(ev, block), { binary: false }, afterSend);
             // As for SSE: only what earlier passes left unsent counts against the limit.
             return unsentBefore <= STREAM_BUFFER_LIMIT;
           },
