@@ -48,12 +48,7 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
       hostname: 'console-node',
       svcd: { args: ['--log-level', 'warn'] },
       beforeSvcd: async (s) => {
-        domainId = (JSON.parse(await s.svc(['--json', 'domain', 'create', 'ops'])) as { id: string }).id;
-        missionId = (
-          JSON.parse(await s.svc(['--json', 'mission', 'create', 'console', '--domain', domainId])) as {
-            id: string;
-          }
-        ).id;
+        ({ domainId, missionId } = await s.mission('ops', 'console'));
         const enrolled = await fetch(`${s.tower.url}/agents`, {
           method: 'POST',
           headers: { authorization: `Bearer ${s.node.jwt}`, 'content-type': 'application/json' },

@@ -51,6 +51,8 @@ export interface NodeStack {
   svc(args: string[], input?: string): Promise<string>;
   /** The tower's HTTP API with the admin token. */
   admin(method: string, path: string, body?: unknown): Promise<Response>;
+  /** Creates a domain and a mission in it (svc domain/mission create); returns their ids. */
+  mission(domain: string, mission: string): Promise<{ domainId: string; missionId: string }>;
   /** Starts svcd and waits until every component has started and its control channel is up. */
   startSvcd(args?: string[], env?: NodeJS.ProcessEnv): Promise<Proc>;
   stop(): Promise<void>;
@@ -91,6 +93,12 @@ export async function startNodeStack(opts: NodeStackOptions): Promise<NodeStack>
         },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       });
+    },
+    async mission(domain, mission) {
+      const created = async (args: string[]) =>
+        (JSON.parse(await stack.svc(['--json', ...args])) as { id: string }).id;
+      const domainId = await created(['domain', 'create', domain]);
+      return { domainId, missionId: await created(['mission', 'create', mission, '--domain', domainId]) };
     },
     async startSvcd(args = [], extraEnv = {}) {
       const p = spawnProc(SVCD_BIN, ['run', '--backend-url', tower.url, ...args], { ...env, ...extraEnv });
