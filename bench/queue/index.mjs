@@ -1,16 +1,20 @@
 // bench/queue: claim + complete of no-op mesh tasks on PostgreSQL, N tasks queued first and C
 // concurrent claimers, measured (1) through the tower's queue layer in-process (MeshService),
-// (2) end to end through HTTP (POST /mcp/call with a node JWT, a tower listening on a port),
-// and side by side graphile-worker 0.17 and pg-boss 10 in the same run, same database server,
-// same task count and concurrency, each in its own fresh schema. Also the claim latency on an
-// empty store and with BENCH_QUEUE_HISTORY completed tasks in it (DESIGN: finished tasks must
-// not slow the hot path). Everything runs in this one process; figures go to BENCHMARKS.md.
+// (2) end to end through HTTP (POST /mcp/call with a node JWT, a tower listening on a port,
+// the claimers in a child process: http-client.mjs), and side by side graphile-worker 0.17
+// (its throughput configuration and its defaults) and pg-boss 10 in the same run, same
+// database server, same task count and concurrency, each in its own fresh schema. Also the
+// claim latency on an empty store and with BENCH_QUEUE_HISTORY completed tasks in it (DESIGN:
+// finished tasks must not slow the hot path). Figures, with CPU per task, go to BENCHMARKS.md.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism as availableCores, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { machine, median, percentile, ROOT, today, writeSection } from '../lib/report.mjs';
 
+const HERE = dirname(fileURLToPath(import.meta.url));
 const PG = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const N = Number(process.env.BENCH_QUEUE_TASKS ?? 10_000);
 const C = Number(process.env.BENCH_QUEUE_CONCURRENCY ?? 16);
@@ -18,8 +22,13 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const HISTORY = Number(process.env.BENCH_QUEUE_HISTORY ?? 1_000_000);
 const LATENCY_CLAIMS = Number(process.env.BENCH_QUEUE_LATENCY_CLAIMS ?? 2000);
 const BATCH = Number(process.env.BENCH_QUEUE_BATCH ?? 20);
+/** graphile-worker's local queue size (its fair configuration, BENCHMARKING.md). */
+const GW_LOCAL_QUEUE = 200;
+/** The most `claim_mesh_tasks` / `complete_mesh_tasks` take per call (their `max` / maxItems). */
+const MAX_BATCH = 100;
 const PEERS = (
-  process.env.BENCH_QUEUE_PEERS ?? 'svc,svc-batch,svc-http,svc-http-batch,graphile-worker,pg-boss'
+  process.env.BENCH_QUEUE_PEERS ??
+  'svc,svc-batch,svc-batch-100,svc-http,svc-http-batch,svc-http-batch-100,graphile-worker,graphile-worker-unbatched,pg-boss'
 ).split(',');
 
 const { createTower } = await import(join(ROOT, 'dist/tower/tower.js'));
@@ -34,6 +43,45 @@ const ADMIN = {
   domains: null,
   expiresAt: null,
 };
+
+// CPU per task, the measure to trust on a loaded machine: this process's (and the HTTP client
+// process's) and that of the PostgreSQL backends serving the run, found by application_name
+// (every pool of the run inherits PGAPPNAME) and read from /proc (the server is local).
+const APP = `bench_queue_${process.pid}`;
+process.env.PGAPPNAME = APP;
+const USER_HZ = 100;
+
+function procCpuMs(pid) {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / USER_HZ;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+async function backends() {
+  const c = new pg.Client({ connectionString: PG, application_name: `${APP}_sys` });
+  await c.connect();
+  try {
+    const r = await c.query('select pid from pg_stat_activity where application_name = $1', [APP]);
+    return r.rows.map((x) => x.pid);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Starts counting CPU; the returned function gives ms of CPU (node, PostgreSQL) since. */
+async function cpuPhase() {
+  const pg0 = new Map((await backends()).map((p) => [p, procCpuMs(p)]));
+  const self0 = process.cpuUsage();
+  return async (otherProcessMs = 0) => {
+    const self = process.cpuUsage(self0);
+    let pgMs = 0;
+    for (const p of await backends()) pgMs += procCpuMs(p) - (pg0.get(p) ?? 0);
+    return { nodeMs: (self.user + self.system) / 1000 + otherProcessMs, pgMs };
+  };
+}
 
 async function sql(text, url = PG) {
   const c = new pg.Client({ connectionString: url });
@@ -111,6 +159,7 @@ async function svcTower() {
 async function drain(claim, complete) {
   const lat = [];
   let done = 0;
+  const cpu = await cpuPhase();
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: C }, async (_, i) => {
@@ -130,9 +179,10 @@ async function drain(claim, complete) {
   );
   const secs = (performance.now() - t0) / 1000;
   lat.sort((a, b) => a - b);
-  return { done, perSec: done / secs, p50: percentile(lat, 50), p99: percentile(lat, 99) };
+  return { done, perSec: done / secs, p50: percentile(lat, 50), p99: percentile(lat, 99), ...(await cpu()) };
 }
 
+/** `batch`: tasks claimed per call and completed per call (0: one task per call). */
 async function runSvc(http, batch) {
   const t = await svcTower();
   try {
@@ -141,7 +191,7 @@ async function runSvc(http, batch) {
       // The batch claimed in one call is completed in one call (completeMany).
       return await drain(
         async (i) => {
-          const claims = await t.mesh.claimMany(ADMIN, t.agents[i].id, t.mission.id, BATCH);
+          const claims = await t.mesh.claimMany(ADMIN, t.agents[i].id, t.mission.id, batch);
           return claims.length > 0 ? [claims] : null;
         },
         async (_i, claims) => {
@@ -160,47 +210,47 @@ async function runSvc(http, batch) {
         (_i, c) => t.mesh.complete(ADMIN, c.task.id, c.lease_id, null),
       );
     }
+    // The HTTP claimers run in a child process: the tower's event loop serves requests only.
     const url = await t.tower.listen('127.0.0.1', 0);
-    const mcp = async (tool, args) => {
-      const r = await fetch(`${url}/mcp/call`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${t.node.jwt}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ tool, args }),
-      });
-      const body = await r.json();
-      if (r.status !== 200) throw new Error(`${tool}: ${r.status} ${JSON.stringify(body)}`);
-      return body.result;
+    const arg = JSON.stringify({
+      url,
+      jwt: t.node.jwt,
+      agents: t.agents.map((a) => a.id),
+      mission: t.mission.id,
+      batch,
+    });
+    const cpu = await cpuPhase();
+    const child = spawn(process.execPath, [join(HERE, 'http-client.mjs'), arg], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    const code = await new Promise((r) => child.on('close', r));
+    if (code !== 0) throw new Error(`http-client exited with ${code}`);
+    const r = JSON.parse(out);
+    r.lat.sort((a, b) => a - b);
+    return {
+      done: r.done,
+      perSec: r.done / r.secs,
+      p50: percentile(r.lat, 50),
+      p99: percentile(r.lat, 99),
+      ...(await cpu(r.cpuMs)),
+      clientMs: r.cpuMs,
     };
-    if (batch) {
-      // The batch claimed in one call is completed in one call (complete_mesh_tasks).
-      return await drain(
-        async (i) => {
-          const r = await mcp('claim_mesh_tasks', {
-            agent_id: t.agents[i].id,
-            mission_id: t.mission.id,
-            max: BATCH,
-          });
-          return r.items.length > 0 ? [r.items] : null;
-        },
-        async (_i, claims) => {
-          const r = await mcp('complete_mesh_tasks', {
-            items: claims.map((c) => ({ task_id: c.task.id, lease_id: c.lease_id })),
-          });
-          if (!r.items.every((x) => x.ok)) throw new Error('a completion failed');
-          return claims.length;
-        },
-      );
-    }
-    return await drain(
-      (i) => mcp('claim_mesh_task', { agent_id: t.agents[i].id, mission_id: t.mission.id }),
-      (_i, c) => mcp('complete_mesh_task', { task_id: c.task.id, lease_id: c.lease_id }),
-    );
   } finally {
     await t.close();
   }
 }
 
-async function runGraphile() {
+/**
+ * graphile-worker with C concurrent jobs. `batch` true: its throughput configuration (a local
+ * queue of GW_LOCAL_QUEUE jobs fetched per call, completions batched), the target; false: its
+ * defaults (each job fetched by its own get_job call and completed by its own complete_job
+ * call), the counterpart of one task per call (svc, svc-http).
+ */
+async function runGraphile(batch) {
   const { run, makeWorkerUtils, Logger } = await import('graphile-worker');
   const quiet = new Logger(() => () => {});
   const s = await freshSchema('bq_gw');
@@ -209,9 +259,9 @@ async function runGraphile() {
       connectionString: PG,
       schema: s.schema,
       concurrentJobs: C,
-      localQueue: { size: 200 },
-      completeJobBatchDelay: 0,
-      failJobBatchDelay: 0,
+      ...(batch
+        ? { localQueue: { size: GW_LOCAL_QUEUE }, completeJobBatchDelay: 0, failJobBatchDelay: 0 }
+        : {}),
       maxPoolSize: C + 4,
       pollInterval: 100,
     },
@@ -230,6 +280,7 @@ async function runGraphile() {
     const all = new Promise((r) => {
       finish = r;
     });
+    const cpu = await cpuPhase();
     const t0 = performance.now();
     const runner = await run({
       preset,
@@ -243,8 +294,9 @@ async function runGraphile() {
     });
     await all;
     const secs = (performance.now() - t0) / 1000;
+    const used = await cpu();
     await runner.stop();
-    return { done, perSec: done / secs, p50: Number.NaN, p99: Number.NaN };
+    return { done, perSec: done / secs, p50: Number.NaN, p99: Number.NaN, ...used };
   } finally {
     await s.drop();
   }
@@ -266,6 +318,7 @@ async function runPgBoss() {
     const all = new Promise((r) => {
       finish = r;
     });
+    const cpu = await cpuPhase();
     const t0 = performance.now();
     for (let w = 0; w < C; w++) {
       await boss.work('noop', { batchSize: 100, pollingIntervalSeconds: 0.5 }, async (jobs) => {
@@ -275,57 +328,73 @@ async function runPgBoss() {
     }
     await all;
     const secs = (performance.now() - t0) / 1000;
-    return { done, perSec: done / secs, p50: Number.NaN, p99: Number.NaN };
+    return { done, perSec: done / secs, p50: Number.NaN, p99: Number.NaN, ...(await cpu()) };
   } finally {
     await boss.stop({ graceful: false, wait: true });
     await sql(`drop schema if exists "${schema}" cascade`);
   }
 }
 
-/** Claim latency (single claimer) with `history` completed tasks already in the table. */
-async function claimLatency(history) {
-  const t = await svcTower();
+/**
+ * Claim latency (single claimer) on one store per entry of `histories`, each with that many
+ * completed tasks already in its table. The stores take turns, one claim + complete each, so
+ * a loaded machine's noise falls on all of them alike and the ratio stays comparable.
+ */
+async function claimLatencies(histories) {
+  const towers = [];
   try {
-    if (history > 0) {
-      const c = new pg.Client({ connectionString: PG });
-      await c.connect();
-      await c.query(`set search_path to "${t.schema}"`);
-      await c.query(
-        `insert into mesh_tasks (id, mission_id, domain_id, parent_id, title, description, claim_policy,
-           priority, assigned_agent_id, required_capabilities, state, attempt, max_attempts,
-           lease_seconds, claimed_by, result, failure_reason, created_at, updated_at)
-         select 'mt_hist' || lpad(g::text, 10, '0'), $1, $2, null, 'old', '', 'first_claim', 0, null,
-           '[]', 'completed', 1, 3, 60, $3, null, null, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'
-         from generate_series(1, $4) g`,
-        [t.mission.id, t.mission.domain_id, t.agents[0].id, history],
-      );
-      // Steady state, as a store that accumulated its history would be: the bulk insert's
-      // visibility map, statistics and dirty pages settled before measuring.
-      await c.query('vacuum analyze mesh_tasks');
-      await c.query('checkpoint');
-      await c.end();
+    for (const history of histories) {
+      const t = await svcTower();
+      towers.push(t);
+      if (history > 0) {
+        const c = new pg.Client({ connectionString: PG });
+        await c.connect();
+        await c.query(`set search_path to "${t.schema}"`);
+        // Bulk, not through the API: a million API calls would take most of an hour.
+        await c.query(
+          `insert into mesh_tasks (id, mission_id, domain_id, parent_id, title, description, claim_policy,
+             priority, assigned_agent_id, required_capabilities, state, attempt, max_attempts,
+             lease_seconds, claimed_by, result, failure_reason, created_at, updated_at)
+           select 'mt_hist' || lpad(g::text, 10, '0'), $1, $2, null, 'old', '', 'first_claim', 0, null,
+             '[]', 'completed', 1, 3, 60, $3, null, null, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'
+           from generate_series(1, $4) g`,
+          [t.mission.id, t.mission.domain_id, t.agents[0].id, history],
+        );
+        // Steady state, as a store that accumulated its history would be: the bulk insert's
+        // visibility map, statistics and dirty pages settled before measuring.
+        await c.query('vacuum analyze mesh_tasks');
+        await c.query('checkpoint');
+        await c.end();
+      }
+      await t.enqueue(LATENCY_CLAIMS);
     }
-    await t.enqueue(LATENCY_CLAIMS);
-    const lat = [];
+    const lats = towers.map(() => []);
     for (let i = 0; i < LATENCY_CLAIMS; i++) {
-      const s = performance.now();
-      const c = await t.mesh.claim(ADMIN, t.agents[0].id, t.mission.id);
-      lat.push(performance.now() - s);
-      await t.mesh.complete(ADMIN, c.task.id, c.lease_id, null);
+      for (const [k, t] of towers.entries()) {
+        const s = performance.now();
+        const c = await t.mesh.claim(ADMIN, t.agents[0].id, t.mission.id);
+        lats[k].push(performance.now() - s);
+        await t.mesh.complete(ADMIN, c.task.id, c.lease_id, null);
+      }
     }
-    lat.sort((a, b) => a - b);
-    return { p50: percentile(lat, 50), p99: percentile(lat, 99) };
+    return lats.map((lat) => {
+      lat.sort((a, b) => a - b);
+      return { p50: percentile(lat, 50), p99: percentile(lat, 99) };
+    });
   } finally {
-    await t.close();
+    for (const t of towers) await t.close();
   }
 }
 
 const RUNNERS = {
-  svc: () => runSvc(false, false),
-  'svc-batch': () => runSvc(false, true),
-  'svc-http': () => runSvc(true, false),
-  'svc-http-batch': () => runSvc(true, true),
-  'graphile-worker': runGraphile,
+  svc: () => runSvc(false, 0),
+  'svc-batch': () => runSvc(false, BATCH),
+  [`svc-batch-${MAX_BATCH}`]: () => runSvc(false, MAX_BATCH),
+  'svc-http': () => runSvc(true, 0),
+  'svc-http-batch': () => runSvc(true, BATCH),
+  [`svc-http-batch-${MAX_BATCH}`]: () => runSvc(true, MAX_BATCH),
+  'graphile-worker': () => runGraphile(true),
+  'graphile-worker-unbatched': () => runGraphile(false),
   'pg-boss': runPgBoss,
 };
 const load = [loadavg()[0]];
@@ -336,21 +405,24 @@ for (let r = 0; r < ROUNDS; r++) {
     if (res.done !== N) throw new Error(`${p}: completed ${res.done} of ${N}`);
     results[p].push(res);
     console.log(
-      `round ${r + 1} ${p}: ${res.perSec.toFixed(0)} tasks/s, claim p50 ${res.p50.toFixed(2)} ms p99 ${res.p99.toFixed(2)} ms`,
+      `round ${r + 1} ${p}: ${res.perSec.toFixed(0)} tasks/s, claim p50 ${res.p50.toFixed(2)} ms p99 ${res.p99.toFixed(2)} ms, CPU per task: node ${(res.nodeMs / N).toFixed(3)} ms, PostgreSQL ${(res.pgMs / N).toFixed(3)} ms${res.clientMs === undefined ? '' : ` (of node: HTTP client ${(res.clientMs / N).toFixed(3)} ms)`} (load ${loadavg()[0].toFixed(1)})`,
     );
   }
 }
 load.push(loadavg()[0]);
 const med = (p, k) => median(results[p].map((x) => x[k]));
 const ms = (v) => (Number.isNaN(v) ? '–' : v.toFixed(2));
+const us = (v) => (Number.isNaN(v) ? '–' : ((v / N) * 1000).toFixed(0));
 const rows = PEERS.map(
-  (p) => `| ${p} | ${med(p, 'perSec').toFixed(0)} | ${ms(med(p, 'p50'))} | ${ms(med(p, 'p99'))} |`,
+  (p) =>
+    `| ${p} | ${med(p, 'perSec').toFixed(0)} | ${ms(med(p, 'p50'))} | ${ms(med(p, 'p99'))} | ${us(med(p, 'nodeMs'))} | ${us(med(p, 'pgMs'))} | ${us(med(p, 'nodeMs') + med(p, 'pgMs'))} |`,
 );
 
 const lat = [];
 const p99s = [];
-for (const h of HISTORY > 0 ? [0, HISTORY] : [0]) {
-  const l = await claimLatency(h);
+const histories = HISTORY > 0 ? [0, HISTORY] : [0];
+for (const [k, l] of (await claimLatencies(histories)).entries()) {
+  const h = histories[k];
   p99s.push(l.p99);
   console.log(
     `claim latency with ${h} completed tasks: p50 ${l.p50.toFixed(2)} ms p99 ${l.p99.toFixed(2)} ms`,
@@ -361,43 +433,59 @@ for (const h of HISTORY > 0 ? [0, HISTORY] : [0]) {
 const ratio = (a, b) =>
   PEERS.includes(a) && PEERS.includes(b) ? (med(a, 'perSec') / med(b, 'perSec')).toFixed(3) : 'n/a';
 const loadNote = `Load average (1 min) ${load[0].toFixed(1)} at the start of the throughput rounds, ${load[1].toFixed(1)} at their end, ${loadavg()[0].toFixed(1)} after the latency runs, on ${availableCores()} cores.`;
-const verdict = `Ratios (throughput): svc / graphile-worker = ${ratio('svc', 'graphile-worker')},
-svc-batch / graphile-worker = ${ratio('svc-batch', 'graphile-worker')} (target >= 1);
-svc-http / graphile-worker = ${ratio('svc-http', 'graphile-worker')}, svc-http-batch / graphile-worker =
-${ratio('svc-http-batch', 'graphile-worker')} (target >= 0.33). Claim p99 with
-history / empty = ${p99s.length === 2 ? (p99s[1] / p99s[0]).toFixed(2) : 'n/a'} (target <= 1.5).`;
+const pairs = [
+  ['svc-batch', 'graphile-worker', 'target >= 1'],
+  ['svc-batch-100', 'graphile-worker', 'target >= 1'],
+  ['svc', 'graphile-worker-unbatched', 'one task per call on both sides'],
+  ['svc-http-batch', 'graphile-worker', 'target >= 0.33'],
+  ['svc-http-batch-100', 'graphile-worker', 'target >= 0.33'],
+  ['svc-http', 'graphile-worker-unbatched', 'one task per call on both sides'],
+].filter(([a, b]) => PEERS.includes(a) && PEERS.includes(b));
+const verdict = `Throughput ratios: ${pairs.map(([a, b, t]) => `${a} / ${b} = ${ratio(a, b)} (${t})`).join('; ')}.
+Claim p99 with history / empty = ${p99s.length === 2 ? (p99s[1] / p99s[0]).toFixed(2) : 'n/a'} (target <= 1.5).`;
 writeSection(
   'queue',
   `## Queue (bench/queue)
 
-${today()}, ${machine()}. Command: \`npm run bench -- queue\` (BENCH_QUEUE_TASKS=${N},
-BENCH_QUEUE_CONCURRENCY=${C}, BENCH_ROUNDS=${ROUNDS}). ${N} no-op tasks queued first, ${C}
-concurrent claimers, claim + complete each, counted from the first claim to the last
-completion; median of ${ROUNDS} rounds, peers alternating within each round; all on the same
-local PostgreSQL server, each in a fresh schema, clients in the bench process.
+${today()}, ${machine()}. Command: \`npm run build && npm run bench -- queue\`
+(BENCH_QUEUE_TASKS=${N}, BENCH_QUEUE_CONCURRENCY=${C}, BENCH_QUEUE_BATCH=${BATCH},
+BENCH_ROUNDS=${ROUNDS}). ${N} no-op tasks queued first, ${C} concurrent claimers, claim +
+complete each, counted from the first claim to the last completion; median of ${ROUNDS}
+rounds, peers alternating within each round; all on the same local PostgreSQL server, each
+in a fresh schema. CPU per task: the bench process (with the tower in it) plus, for HTTP, the
+client process, and the PostgreSQL backends serving the run (by \`application_name\`, from
+\`/proc\`), over the drain only: on a shared machine the figure to compare when the load
+moves the throughput.
 
 - **svc**: the tower's queue layer in-process (\`MeshService.claim\` / \`complete\`): on
   PostgreSQL each claim is one statement (pick with \`FOR UPDATE SKIP LOCKED\`, update, append
   the \`matrix\` event), completes of concurrent claimers are coalesced into shared statements.
-- **svc-batch**: the same, each claimer claiming up to ${BATCH} tasks per call
-  (\`MeshService.claimMany\`, the \`claim_mesh_tasks\` tool) and completing them in one call
-  (\`completeMany\`, \`complete_mesh_tasks\`): the counterpart of graphile-worker's local queue
-  and batched completions.
-- **svc-http**: the same through HTTP, \`POST /mcp/call\` \`claim_mesh_task\` /
-  \`complete_mesh_task\` with a node JWT (fetch, keep-alive, client in the tower's process),
-  rate limit off. **svc-http-batch**: \`claim_mesh_tasks\` with \`max: ${BATCH}\`, then the
-  batch completed in one \`complete_mesh_tasks\` call.
-- **graphile-worker 0.17**: \`localQueue.size = 200\`, \`completeJobBatchDelay: 0\`,
-  \`failJobBatchDelay: 0\`, concurrency ${C}; jobs added with \`addJobs\`. No per-claim latency
-  (claims are batched by the local queue).
+  Events are numbered after commit by the feed's sequencer (part of the measured cost).
+- **svc-batch** / **svc-batch-${MAX_BATCH}**: the same, each claimer claiming up to
+  ${BATCH} / ${MAX_BATCH} (the API's maximum) tasks per call (\`MeshService.claimMany\`, the
+  \`claim_mesh_tasks\` tool) and completing them in one call (\`completeMany\`,
+  \`complete_mesh_tasks\`): the counterpart of graphile-worker's local queue (${GW_LOCAL_QUEUE} jobs per
+  fetch) and batched completions.
+- **svc-http**, **svc-http-batch**, **svc-http-batch-${MAX_BATCH}**: the same through HTTP,
+  \`POST /mcp/call\` (\`claim_mesh_task\` / \`complete_mesh_task\`, or \`claim_mesh_tasks\`
+  then one \`complete_mesh_tasks\` per batch) with a node JWT; the claimers run in a child
+  process (node:http, keep-alive), so the tower's event loop only serves requests; rate limit off.
+- **graphile-worker 0.17** (the target): its throughput configuration from BENCHMARKING.md,
+  \`localQueue.size = ${GW_LOCAL_QUEUE}\`, \`completeJobBatchDelay: 0\`, \`failJobBatchDelay: 0\`,
+  concurrency ${C}, pool ${C + 4}; jobs added with \`addJobs\`; no-op handler. It fetches
+  ${GW_LOCAL_QUEUE} jobs per query and completes jobs in batches, so compare it with the batch rows.
+  No per-claim latency (claims are batched by the local queue).
+- **graphile-worker-unbatched**: graphile-worker's defaults (no local queue, each job fetched
+  by its own \`get_job\` and completed by its own \`complete_job\`), concurrency ${C}: the
+  counterpart of one task per call (svc, svc-http).
 - **pg-boss 10**: ${C} workers with \`batchSize: 100\`; jobs added with \`insert\`.
 
-| peer | tasks/s | claim p50 ms | claim p99 ms |
-|---|---|---|---|
+| peer | tasks/s | claim p50 ms | claim p99 ms | node CPU µs/task | PostgreSQL CPU µs/task | total CPU µs/task |
+|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 
-Claim latency as history grows (one claimer, ${LATENCY_CLAIMS} claims + completes, in-process,
-completed tasks bulk-inserted first):
+Claim latency as history grows (one claimer per store, ${LATENCY_CLAIMS} claims + completes, in-process,
+completed tasks bulk-inserted first and vacuumed; the stores take turns claim by claim):
 
 | completed tasks in store | claim p50 ms | claim p99 ms |
 |---|---|---|

@@ -3,11 +3,11 @@
 // Nothing here reads process.env or the wall clock directly.
 
 import type { TSchema } from '@sinclair/typebox';
-import type { Kysely } from 'kysely';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import type { NewEvent } from '../protocol/events.js';
 import type { NodeIdentity } from '../protocol/nodes.js';
+import type { StateDb } from './state/db.js';
 import type { ControlChannel } from './tower-client/control.js';
 
 export interface DaemonPaths {
@@ -47,13 +47,14 @@ export interface EventOutbox {
 export interface StateMigration {
   version: number;
   name: string;
-  up(db: Kysely<unknown>): Promise<void>;
+  /** Runs inside the migration's transaction. */
+  up(db: StateDb): void;
 }
 
 /** state.db: one SQLite file shared by components, each with its own tables. */
 export interface StateStore {
-  /** Cast to a component's own table types: ctx.state.db as unknown as Kysely<CronTables>. */
-  db: Kysely<unknown>;
+  /** Plain SQL on the file; each component types its own rows. */
+  db: StateDb;
   /** Applies a component's migrations once, tracked per component name. */
   migrate(component: string, migrations: StateMigration[]): Promise<void>;
 }

@@ -1,5 +1,6 @@
-// better-sqlite3 behind Kysely, with a prepared-statement cache: Kysely's SQLite driver
-// prepares every statement on every call, which dominated profiles of hot routes.
+// better-sqlite3 with a prepared-statement cache, raw (svcd's state.db) or behind Kysely (the
+// tower): Kysely's SQLite driver prepares every statement on every call, which dominated
+// profiles of hot routes.
 import Database from 'better-sqlite3';
 import type { SqliteDatabase, SqliteStatement } from 'kysely';
 
@@ -15,24 +16,25 @@ const CACHE_LIMIT = 500;
 export function openSqlite(
   file: string,
   opts: SqliteOptions,
-): { raw: Database.Database; kysely: SqliteDatabase } {
+): { raw: Database.Database; prepare(sql: string): Database.Statement; kysely: SqliteDatabase } {
   const raw = new Database(file);
   raw.pragma('journal_mode = WAL');
   raw.pragma(`synchronous = ${opts.synchronous}`);
   raw.pragma('busy_timeout = 5000');
   if (opts.foreignKeys) raw.pragma('foreign_keys = ON');
-  const cache = new Map<string, SqliteStatement>();
+  const cache = new Map<string, Database.Statement>();
+  const prepare = (sql: string): Database.Statement => {
+    let stmt = cache.get(sql);
+    if (!stmt) {
+      stmt = raw.prepare(sql);
+      if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
+      cache.set(sql, stmt);
+    }
+    return stmt;
+  };
   const kysely: SqliteDatabase = {
     close: () => raw.close(),
-    prepare(sql: string): SqliteStatement {
-      let stmt = cache.get(sql);
-      if (!stmt) {
-        stmt = raw.prepare(sql) as unknown as SqliteStatement;
-        if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
-        cache.set(sql, stmt);
-      }
-      return stmt;
-    },
+    prepare: (sql: string) => prepare(sql) as unknown as SqliteStatement,
   };
-  return { raw, kysely };
+  return { raw, prepare, kysely };
 }

@@ -2,27 +2,16 @@
 // against a real tower and svcd: tools are listed and called; a payload the schema pack or the
 // Wasm booster refuses never reaches the tower (its /metrics request count does not move);
 // boosters built from WAT with wabt reject, pass, short-circuit, trap, loop, or lack exports.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MgmtClient } from '../../src/cli/mgmt-client.js';
-import { daemonPaths } from '../../src/daemon/paths.js';
 import { MCP_TOOLS } from '../../src/protocol/mcp-tools.js';
+import { type NodeStack, startNodeStack } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
-import {
-  isolatedEnv,
-  type Proc,
-  run,
-  SVC_BIN,
-  SVCD_BIN,
-  spawnProc,
-  startTowerProc,
-  stopAll,
-  type TowerProc,
-} from '../support/procs.js';
-import { makeTempDir } from '../support/tmp.js';
+import { type Proc, run, SVC_BIN, SVCD_BIN } from '../support/procs.js';
 import { WAT, writeWasm } from '../support/wasm.js';
 
 interface ToolResult {
@@ -32,32 +21,12 @@ interface ToolResult {
 }
 
 describe('svcd mcp with the official MCP client', () => {
-  const tmp = makeTempDir('svc-e2e-mcp-');
-  const home = join(tmp.dir, 'home');
-  const env = isolatedEnv(tmp.dir);
-  let tower: TowerProc;
-  let cli: NodeJS.ProcessEnv;
-  let adminToken: string;
-  let svcd: Proc;
+  let stack: NodeStack;
   let client: Client;
   let missionId: string;
 
-  const svc = async (args: string[]) => {
-    const r = await run(SVC_BIN, args, cli);
-    if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
-    return r.stdout;
-  };
-  const admin = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(tower.url + path, {
-      method,
-      headers: {
-        authorization: `Bearer ${adminToken}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    return res;
-  };
+  const svc = (args: string[]) => stack.svc(args);
+  const admin = (method: string, path: string, body?: unknown) => stack.admin(method, path, body);
   /** POST /mcp/call requests the tower has answered, by its own metrics. */
   const towerMcpCalls = async () => {
     const text = await (await admin('GET', '/metrics')).text();
@@ -69,19 +38,7 @@ describe('svcd mcp with the official MCP client', () => {
     }
     return n;
   };
-  const startSvcd = async (args: string[], extraEnv: NodeJS.ProcessEnv = {}) => {
-    const p = spawnProc(SVCD_BIN, ['run', '--backend-url', tower.url, ...args], { ...env, ...extraEnv });
-    await waitFor(
-      'svcd to start',
-      () => {
-        if (p.child.exitCode !== null) throw new Error(`svcd exited: ${p.stderr()}`);
-        return /svcd running/.test(p.stdout());
-      },
-      { timeoutMs: 90_000 },
-    );
-    return p;
-  };
-  const connect = async () => {
+  const connect = async (env: NodeJS.ProcessEnv = stack.env) => {
     const c = new Client({ name: 'e2e-agent', version: '1.0.0' });
     await c.connect(
       new StdioClientTransport({
@@ -105,17 +62,13 @@ describe('svcd mcp with the official MCP client', () => {
   };
 
   beforeAll(async () => {
-    for (const d of [home, env.HOME as string]) mkdirSync(d, { recursive: true, mode: 0o700 });
-    tower = await startTowerProc(env);
-    cli = { ...env, SVC_BASE_URL: tower.url };
-    adminToken = readFileSync(join(home, 'tower', 'admin.token'), 'utf8').trim();
-    await svc(['agent', 'node', 'register', '--hostname', 'mcp-node']);
+    stack = await startNodeStack({ name: 'mcp', svcd: false });
     const domain = (await (await admin('POST', '/domains', { name: 'mcp' })).json()) as { id: string };
     missionId = (
       (await (await admin('POST', `/domains/${domain.id}/m`, { name: 'm' })).json()) as { id: string }
     ).id;
     // svcd's own pack is stricter than the tower's: a mesh task needs a description.
-    const pack = join(tmp.dir, 'pack.json');
+    const pack = join(stack.tmp.dir, 'pack.json');
     writeFileSync(
       pack,
       JSON.stringify({
@@ -133,16 +86,15 @@ describe('svcd mcp with the official MCP client', () => {
         },
       }),
     );
-    const booster = await writeWasm(tmp.dir, 'by-marker', WAT.byMarker);
-    svcd = await startSvcd(['--booster-wasm', booster], { SVC_SCHEMA_PACK_FILE: pack });
+    const booster = await writeWasm(stack.tmp.dir, 'by-marker', WAT.byMarker);
+    await stack.startSvcd(['--booster-wasm', booster], { SVC_SCHEMA_PACK_FILE: pack });
     client = await connect();
   });
   afterAll(async () => {
     await client?.close();
     // The detached svcd of the last test, if it failed before stopping it.
-    if (cli) await run(SVC_BIN, ['daemon', 'down'], cli);
-    await stopAll();
-    tmp.remove();
+    if (stack) await run(SVC_BIN, ['daemon', 'down'], stack.cli);
+    await stack?.stop();
   });
 
   it('lists every tower tool with the argument schema svcd enforces', async () => {
@@ -203,11 +155,11 @@ describe('svcd mcp with the official MCP client', () => {
     const [after, r3] = await counting(() => submit('after the loop'));
     expect(after.isError).toBeFalsy();
     expect(r3).toBe(1);
-    expect(svcd.child.exitCode).toBeNull();
+    expect(stack.svcd?.child.exitCode).toBeNull();
   });
 
   it('serves mgmt.sock mcp.call with the same checks', async () => {
-    const c = await MgmtClient.connect(daemonPaths(home).mgmtSock);
+    const c = await MgmtClient.connect(stack.mgmtSock);
     try {
       const ok = await c.call<{ result: { title: string }; answered_by: string }>('mcp.call', {
         tool: 'submit_mesh_task',
@@ -251,16 +203,17 @@ describe('svcd mcp with the official MCP client', () => {
 
   it('refuses every call when the booster lacks its exports, and falls back from an invalid pack', async () => {
     await client.close();
+    const svcd = stack.svcd as Proc;
     svcd.kill('SIGTERM');
     await svcd.exited;
-    const pack = join(tmp.dir, 'bad-pack.json');
+    const pack = join(stack.tmp.dir, 'bad-pack.json');
     writeFileSync(pack, '{"tools": {"submit_mesh_task": {"type": "strnig"}}}');
-    const booster = await writeWasm(tmp.dir, 'no-exports', WAT.missingExports);
+    const booster = await writeWasm(stack.tmp.dir, 'no-exports', WAT.missingExports);
     // Through `svc daemon up`, which passes --booster-wasm on to `svcd run`.
     const up = await run(
       SVC_BIN,
-      ['--json', 'daemon', 'up', '--no-systemd', '--backend-url', tower.url, '--booster-wasm', booster],
-      { ...cli, SVC_SCHEMA_PACK_FILE: pack },
+      ['--json', 'daemon', 'up', '--no-systemd', '--backend-url', stack.tower.url, '--booster-wasm', booster],
+      { ...stack.cli, SVC_SCHEMA_PACK_FILE: pack },
     );
     expect(up.code, up.stderr).toBe(0);
     const record = JSON.parse(up.stdout) as { booster_wasm?: string; log?: string };
@@ -291,6 +244,26 @@ describe('svcd mcp with the official MCP client', () => {
     );
     expect(requests).toBe(0);
     await client.close();
-    expect((await run(SVC_BIN, ['daemon', 'down'], cli)).code).toBe(0);
+    expect((await run(SVC_BIN, ['daemon', 'down'], stack.cli)).code).toBe(0);
+  });
+
+  it('lists the tools while svcd is not running, and answers a call with a tool error saying so', async () => {
+    // A node home where no svcd has ever run.
+    const idle = await connect({ ...stack.env, SVC_HOME: join(stack.tmp.dir, 'no-svcd') });
+    try {
+      const { tools } = await idle.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual(Object.keys(MCP_TOOLS).sort());
+      const r = (await idle.callTool({
+        name: 'get_mesh_task',
+        arguments: { task_id: 'mt_x' },
+      })) as unknown as ToolResult;
+      expect(r.isError).toBe(true);
+      expect(r._meta).toEqual({ code: 'unavailable' });
+      expect(r.content[0]?.text).toMatch(
+        /^unavailable: svcd is not running \(cannot connect to .*mgmt\.sock: ENOENT\); start it with "svc daemon up"$/,
+      );
+    } finally {
+      await idle.close();
+    }
   });
 });

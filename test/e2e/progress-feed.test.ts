@@ -1,58 +1,32 @@
 // An ACP reference agent supervised by a real svcd: its progress reaches the tower's feed
 // (svcd outbox → POST /nodes/events → /events/stream), read back with `svc feed`.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type NodeStack, startNodeStack } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
-import {
-  isolatedEnv,
-  run,
-  SVC_BIN,
-  SVCD_BIN,
-  spawnProc,
-  startTowerProc,
-  stopAll,
-  type TowerProc,
-} from '../support/procs.js';
-import { makeTempDir } from '../support/tmp.js';
+import { run, SVC_BIN } from '../support/procs.js';
 
 describe('ACP progress on the tower feed', () => {
-  const tmp = makeTempDir('svc-e2e-progress-');
-  const home = join(tmp.dir, 'home');
-  const env = isolatedEnv(tmp.dir);
-  let tower: TowerProc;
-  let cli: NodeJS.ProcessEnv;
-
-  const svc = async (args: string[]) => {
-    const r = await run(SVC_BIN, args, cli);
-    if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
-    return r.stdout;
-  };
+  let stack: NodeStack;
+  const svc = (args: string[]) => stack.svc(args);
 
   beforeAll(async () => {
-    for (const d of [home, env.HOME as string]) mkdirSync(d, { recursive: true, mode: 0o700 });
-    tower = await startTowerProc(env);
-    cli = { ...env, SVC_BASE_URL: tower.url };
-    await svc(['agent', 'node', 'register', '--hostname', 'progress-node']);
-    mkdirSync(join(home, 'svcd'), { recursive: true, mode: 0o700 });
-    writeFileSync(
-      join(home, 'svcd', 'agents.toml'),
-      '[[agent]]\nid = "reviewer"\nruntime = "alpha_agent_acp"\nprofile = "review"\n',
-    );
-    const svcd = spawnProc(SVCD_BIN, ['run', '--backend-url', tower.url], env);
+    stack = await startNodeStack({
+      name: 'progress',
+      svcdFiles: {
+        'agents.toml': '[[agent]]\nid = "reviewer"\nruntime = "alpha_agent_acp"\nprofile = "review"\n',
+      },
+    });
     await waitFor(
       'the agent to run',
       async () => {
-        if (svcd.child.exitCode !== null) throw new Error(`svcd exited: ${svcd.stderr()}`);
-        const r = await run(SVC_BIN, ['--json', 'agent', 'supervise', 'status', 'reviewer'], cli);
+        const r = await run(SVC_BIN, ['--json', 'agent', 'supervise', 'status', 'reviewer'], stack.cli);
         return r.code === 0 && (JSON.parse(r.stdout) as { state: string }).state === 'running';
       },
       { timeoutMs: 90_000 },
     );
   });
   afterAll(async () => {
-    await stopAll();
-    tmp.remove();
+    await stack?.stop();
   });
 
   it('streams the steps of a prompt as progress events of the node', async () => {
@@ -68,7 +42,7 @@ describe('ACP progress on the tower feed', () => {
       ]),
     ) as { run_id: string; ok: boolean };
     expect(signal.ok).toBe(true);
-    const node = JSON.parse(readFileSync(join(home, 'node.json'), 'utf8')) as { node_id: string };
+    const node = stack.node;
     const feed = await svc(['--json', 'feed', '--since', '0', '--type', 'progress', '--limit', '5']);
     const events = feed
       .trim()

@@ -1,24 +1,14 @@
 // The task worker with real processes: tasks submitted over REST are claimed by `svc run`'s
 // loop in svcd, run in reference-agent subagents, and completed (or failed with the reason).
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStream } from '../support/feed-stream.js';
+import { type NodeStack, startNodeStack } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
-import {
-  isolatedEnv,
-  type Proc,
-  run,
-  SVC_BIN,
-  SVCD_BIN,
-  spawnProc,
-  startTowerProc,
-  stopAll,
-  type TowerProc,
-} from '../support/procs.js';
-import { makeTempDir } from '../support/tmp.js';
+import { type Proc, SVC_BIN, spawnProc } from '../support/procs.js';
 
 interface Task {
   id: string;
@@ -46,44 +36,13 @@ const execFileP = promisify(execFile);
 const ENDED = ['completed', 'failed', 'cancelled'];
 
 describe('svc run: the claim loop and ephemeral subagents', () => {
-  const tmp = makeTempDir('svc-e2e-worker-');
-  const home = join(tmp.dir, 'home');
-  const env = isolatedEnv(tmp.dir);
-  let tower: TowerProc;
-  let cli: NodeJS.ProcessEnv;
-  let admin: string;
+  let stack: NodeStack;
   let domainId: string;
   let missionId: string;
-  let svcd: Proc;
 
-  /** svcd on the node's home, connected to the tower. */
-  async function startSvcd(): Promise<Proc> {
-    const p = spawnProc(SVCD_BIN, ['run', '--backend-url', tower.url], env);
-    await waitFor(
-      'svcd connected',
-      async () => {
-        if (p.child.exitCode !== null) throw new Error(`svcd exited: ${p.stderr()}`);
-        const r = await run(SVC_BIN, ['--json', 'daemon', 'status'], cli);
-        return r.code === 0 && (JSON.parse(r.stdout) as { tower: { connected: boolean } }).tower.connected;
-      },
-      { timeoutMs: 90_000 },
-    );
-    return p;
-  }
-
-  const svc = async (args: string[]) => {
-    const r = await run(SVC_BIN, args, cli);
-    if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
-    return r.stdout;
-  };
-  const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const res = await fetch(tower.url + path, {
-      method,
-      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    return (await res.json()) as T;
-  };
+  const svc = (args: string[]) => stack.svc(args);
+  const api = async <T>(method: string, path: string, body?: unknown): Promise<T> =>
+    (await (await stack.admin(method, path, body)).json()) as T;
 
   const submit = (body: Record<string, unknown>) =>
     api<Task>('POST', `/work/missions/${missionId}/tasks`, body);
@@ -112,20 +71,20 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
   };
 
   beforeAll(async () => {
-    for (const d of [home, env.HOME as string]) mkdirSync(d, { recursive: true, mode: 0o700 });
-    tower = await startTowerProc(env);
-    cli = { ...env, SVC_BASE_URL: tower.url };
-    admin = readFileSync(join(home, 'tower', 'admin.token'), 'utf8').trim();
-    domainId = (JSON.parse(await svc(['--json', 'domain', 'create', 'work'])) as { id: string }).id;
-    missionId = (
-      JSON.parse(await svc(['--json', 'mission', 'create', 'm', '--domain', domainId])) as { id: string }
-    ).id;
-    await svc(['agent', 'node', 'register', '--hostname', 'worker-node']);
-    svcd = await startSvcd();
+    stack = await startNodeStack({
+      name: 'worker',
+      beforeSvcd: async (s) => {
+        domainId = (JSON.parse(await s.svc(['--json', 'domain', 'create', 'work'])) as { id: string }).id;
+        missionId = (
+          JSON.parse(await s.svc(['--json', 'mission', 'create', 'm', '--domain', domainId])) as {
+            id: string;
+          }
+        ).id;
+      },
+    });
   });
   afterAll(async () => {
-    await stopAll();
-    tmp.remove();
+    await stack?.stop();
   });
 
   it('completes submitted tasks with progress, fails a failing one with its reason', async () => {
@@ -179,7 +138,10 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
   it('completes 20 tasks submitted with curl, woken by task_ready, with progress on the feed', async () => {
     const loop = await startLoop('alpha_code', '--max-concurrent', '3', '--poll', '3600');
     await waitFor('the loop to be idle', async () => (await loopOf('alpha_code'))?.running.length === 0);
-    const feed = openStream(`${tower.url}/events/stream?type=progress&mission_id=${missionId}`, admin);
+    const feed = openStream(
+      `${stack.tower.url}/events/stream?type=progress&mission_id=${missionId}`,
+      stack.adminToken,
+    );
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) {
       const { stdout } = await execFileP('curl', [
@@ -187,12 +149,12 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
         '-X',
         'POST',
         '-H',
-        `Authorization: Bearer ${admin}`,
+        `Authorization: Bearer ${stack.adminToken}`,
         '-H',
         'Content-Type: application/json',
         '-d',
         JSON.stringify({ title: `bulk ${i}`, description: `run: echo bulk-${i}` }),
-        `${tower.url}/work/missions/${missionId}/tasks`,
+        `${stack.tower.url}/work/missions/${missionId}/tasks`,
       ]);
       ids.push((JSON.parse(stdout) as Task).id);
     }
@@ -274,7 +236,7 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
   });
 
   it('fails a failing task with its reason; after retry it runs again and succeeds', async () => {
-    const marker = join(tmp.dir, 'retry-marker');
+    const marker = join(stack.tmp.dir, 'retry-marker');
     const t = await submit({
       title: 'flaky',
       description: `run: test -f ${marker} || { touch ${marker}; echo first-attempt-broke; exit 3; }`,
@@ -290,7 +252,7 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
   });
 
   it('cancelling a running task kills its subagent', async () => {
-    const pidFile = join(tmp.dir, 'cancel.pid');
+    const pidFile = join(stack.tmp.dir, 'cancel.pid');
     const t = await submit({ title: 'long', description: `run: echo $$ > ${pidFile}; exec sleep 120` });
     const pid = await waitFor('the subagent to start', () =>
       existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) || null : null,
@@ -304,9 +266,9 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
   });
 
   it('after kill -9 of svcd mid-task, the task is reclaimed after lease expiry and completed once', async () => {
-    const marker = join(tmp.dir, 'crash-marker');
-    const pidFile = join(tmp.dir, 'crash.pid');
-    const count = join(tmp.dir, 'crash.count');
+    const marker = join(stack.tmp.dir, 'crash-marker');
+    const pidFile = join(stack.tmp.dir, 'crash.pid');
+    const count = join(stack.tmp.dir, 'crash.count');
     const t = await submit({
       title: 'survives a crash',
       lease_seconds: 5,
@@ -315,10 +277,11 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
     const pid = await waitFor('the first run to start', () =>
       existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) || null : null,
     );
+    const svcd = stack.svcd as Proc;
     svcd.kill('SIGKILL');
     await svcd.exited;
     expect(processGone(pid)).toBe(false); // the subagent outlived its svcd
-    svcd = await startSvcd();
+    await stack.startSvcd();
     // The restarted svcd kills the orphan and resumes its loop, which reclaims the task.
     await waitFor('the orphan to be killed', () => processGone(pid));
     await waitFor('the task to complete', async () => (await getTask(t.id)).state === 'completed', {
@@ -334,7 +297,7 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
     const fg = spawnProc(
       SVC_BIN,
       ['run', 'beta_cli', '--domain', domainId, '--foreground', '--poll', '3600'],
-      cli,
+      stack.cli,
     );
     await waitFor('the loop to run', async () => (await loopOf('beta_cli')) !== undefined);
     const t = await submit({
@@ -353,7 +316,7 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
   });
 
   it('never dispatches tasks created through the regular task API', async () => {
-    const touched = join(tmp.dir, 'regular-touched');
+    const touched = join(stack.tmp.dir, 'regular-touched');
     const regular = await api<{ id: string; status: string }>(
       'POST',
       `/domains/${domainId}/m/${missionId}/t`,

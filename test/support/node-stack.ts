@@ -1,7 +1,7 @@
 // The startup most e2e files share, as real processes: a tower (`svc tower serve`, SQLite in
 // the node's SVC_HOME), a node registered with it, and the node's svcd, started once its files
-// are written and waited for until its control channel to the tower is up. stop() kills every
-// process procs.ts started and removes the temp dir.
+// are written and waited for until it runs and its control channel to the tower is up. stop()
+// kills every process procs.ts started and removes the temp dir.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { mgmtCall } from '../../src/cli/mgmt-client.js';
@@ -51,7 +51,7 @@ export interface NodeStack {
   svc(args: string[], input?: string): Promise<string>;
   /** The tower's HTTP API with the admin token. */
   admin(method: string, path: string, body?: unknown): Promise<Response>;
-  /** Starts svcd and waits until its control channel to the tower is up. */
+  /** Starts svcd and waits until every component has started and its control channel is up. */
   startSvcd(args?: string[], env?: NodeJS.ProcessEnv): Promise<Proc>;
   stop(): Promise<void>;
 }
@@ -98,8 +98,10 @@ export async function startNodeStack(opts: NodeStackOptions): Promise<NodeStack>
         'svcd connected to the tower',
         async () => {
           if (p.child.exitCode !== null) throw new Error(`svcd exited (${p.child.exitCode}): ${p.stderr()}`);
-          return (await mgmtCall<{ tower: { connected: boolean } }>(mgmtSock, 'daemon.status')).tower
-            .connected;
+          // "svcd running" comes once every component has started.
+          if (!/svcd running/.test(p.stdout())) return false;
+          const status = await mgmtCall<{ tower: { connected: boolean } }>(mgmtSock, 'daemon.status');
+          return status.tower.connected;
         },
         { timeoutMs: 90_000 },
       );

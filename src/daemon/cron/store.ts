@@ -1,11 +1,11 @@
 // Cron's tables in state.db: dedup keys (job, scheduled minute), history (last 100 entries
 // per job), heartbeat slots and the last ticked minute. One function per operation; the
 // tick's admit() is the one transaction that makes a fire happen at most once.
-import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import { iso } from '../../lib/clock.js';
 import type { CronDispatch, CronFire, CronOutcome, CronSkipReason } from '../../protocol/cron.js';
 import { CRON_HISTORY_MAX } from '../../protocol/cron.js';
 import type { StateMigration } from '../context.js';
+import type { StateDb } from '../state/db.js';
 
 export interface CronTables {
   cron_dedup: { job: string; minute: number; created_at: number };
@@ -28,49 +28,24 @@ export interface CronTables {
   cron_meta: { key: string; value: number };
 }
 
-export type CronDb = Kysely<CronTables>;
+export type CronDb = StateDb;
 
 export const CRON_MIGRATIONS: StateMigration[] = [
   {
     version: 1,
     name: 'cron tables',
-    async up(raw) {
-      const db = raw as unknown as CronDb;
-      await db.schema
-        .createTable('cron_dedup')
-        .addColumn('job', 'text', (c) => c.notNull())
-        .addColumn('minute', 'integer', (c) => c.notNull())
-        .addColumn('created_at', 'integer', (c) => c.notNull())
-        .addPrimaryKeyConstraint('cron_dedup_pk', ['job', 'minute'])
-        .execute();
-      await db.schema.createIndex('cron_dedup_minute').on('cron_dedup').column('minute').execute();
-      await db.schema
-        .createTable('cron_history')
-        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
-        .addColumn('job', 'text', (c) => c.notNull())
-        .addColumn('scheduled_minute', 'integer', (c) => c.notNull())
-        .addColumn('dispatch', 'text', (c) => c.notNull())
-        .addColumn('outcome', 'text', (c) => c.notNull())
-        .addColumn('reason', 'text')
-        .addColumn('catch_up', 'integer', (c) => c.notNull().defaultTo(0))
-        .addColumn('started_at', 'integer')
-        .addColumn('finished_at', 'integer')
-        .addColumn('duration_ms', 'integer')
-        .addColumn('exit_code', 'integer')
-        .addColumn('output_tail', 'text')
-        .addColumn('detail', 'text')
-        .execute();
-      await db.schema.createIndex('cron_history_job').on('cron_history').columns(['job', 'id']).execute();
-      await db.schema
-        .createTable('cron_heartbeat')
-        .addColumn('job', 'text', (c) => c.primaryKey())
-        .addColumn('last_slot', 'integer', (c) => c.notNull())
-        .execute();
-      await db.schema
-        .createTable('cron_meta')
-        .addColumn('key', 'text', (c) => c.primaryKey())
-        .addColumn('value', 'integer', (c) => c.notNull())
-        .execute();
+    up(db) {
+      db.exec(`
+        create table "cron_dedup" ("job" text not null, "minute" integer not null, "created_at" integer not null,
+          constraint "cron_dedup_pk" primary key ("job", "minute"));
+        create index "cron_dedup_minute" on "cron_dedup" ("minute");
+        create table "cron_history" ("id" integer primary key autoincrement, "job" text not null,
+          "scheduled_minute" integer not null, "dispatch" text not null, "outcome" text not null, "reason" text,
+          "catch_up" integer default 0 not null, "started_at" integer, "finished_at" integer, "duration_ms" integer,
+          "exit_code" integer, "output_tail" text, "detail" text);
+        create index "cron_history_job" on "cron_history" ("job", "id");
+        create table "cron_heartbeat" ("job" text primary key, "last_slot" integer not null);
+        create table "cron_meta" ("key" text primary key, "value" integer not null);`);
     },
   },
 ];
@@ -122,19 +97,20 @@ export async function admit<E extends NewEntry>(
   heartbeats: ReadonlyMap<string, number>,
   now: number,
 ): Promise<Admitted<E>[]> {
-  return db.transaction().execute(async (trx) => {
+  return db.transaction(() => {
     const admitted: Admitted<E>[] = [];
     if (entries.length > 0) {
       const minutes = [...new Set(entries.map((e) => e.scheduledMinute))];
-      const taken = new Set(
-        (
-          await trx
-            .selectFrom('cron_dedup')
-            .select(['job', 'minute'])
-            .where('minute', 'in', minutes)
-            .execute()
-        ).map((r) => `${r.minute} ${r.job}`),
-      );
+      const taken = new Set<string>();
+      for (let i = 0; i < minutes.length; i += CHUNK) {
+        const part = minutes.slice(i, i + CHUNK);
+        for (const r of db.all<{ job: string; minute: number }>(
+          `select "job", "minute" from "cron_dedup" where "minute" in (${part.map(() => '?').join(', ')})`,
+          part,
+        )) {
+          taken.add(`${r.minute} ${r.job}`);
+        }
+      }
       const fresh: E[] = [];
       for (const e of entries) {
         const key = `${e.scheduledMinute} ${e.job}`;
@@ -144,68 +120,56 @@ export async function admit<E extends NewEntry>(
       }
       for (let i = 0; i < fresh.length; i += CHUNK) {
         const part = fresh.slice(i, i + CHUNK);
-        // Plain SQL rather than the query builder: with 1 000 jobs due in a minute, building
-        // and compiling these inserts was most of the tick's time before dispatch.
-        await trx.executeQuery(
-          CompiledQuery.raw(
-            `insert into cron_dedup (job, minute, created_at) values ${rows(part.length, 3)}`,
-            part.flatMap((e) => [e.job, e.scheduledMinute, now]),
-          ),
+        db.run(
+          `insert into cron_dedup (job, minute, created_at) values ${rows(part.length, 3)}`,
+          part.flatMap((e) => [e.job, e.scheduledMinute, now]),
         );
-        const inserted = await trx.executeQuery<{ id: number; job: string; scheduled_minute: number }>(
-          CompiledQuery.raw(
-            `insert into cron_history (job, scheduled_minute, dispatch, outcome, reason, catch_up, started_at, finished_at, detail) values ${rows(part.length, 9)} returning id, job, scheduled_minute`,
-            part.flatMap((e) => [
-              e.job,
-              e.scheduledMinute,
-              e.dispatch,
-              e.outcome,
-              e.reason,
-              e.catchUp ? 1 : 0,
-              e.startedAt,
-              e.outcome === 'skipped' ? now : null,
-              e.detail,
-            ]),
-          ),
+        const inserted = db.all<{ id: number; job: string; scheduled_minute: number }>(
+          `insert into cron_history (job, scheduled_minute, dispatch, outcome, reason, catch_up, started_at, finished_at, detail) values ${rows(part.length, 9)} returning id, job, scheduled_minute`,
+          part.flatMap((e) => [
+            e.job,
+            e.scheduledMinute,
+            e.dispatch,
+            e.outcome,
+            e.reason,
+            e.catchUp ? 1 : 0,
+            e.startedAt,
+            e.outcome === 'skipped' ? now : null,
+            e.detail,
+          ]),
         );
         // RETURNING's row order is unspecified in SQLite: match rows by their dedup key.
-        const ids = new Map(inserted.rows.map((r) => [`${r.scheduled_minute} ${r.job}`, Number(r.id)]));
+        const ids = new Map(inserted.map((r) => [`${r.scheduled_minute} ${r.job}`, Number(r.id)]));
         for (const entry of part) {
           admitted.push({ entry, id: ids.get(`${entry.scheduledMinute} ${entry.job}`) ?? 0 });
         }
       }
     }
     for (const [job, slot] of heartbeats) {
-      await trx
-        .insertInto('cron_heartbeat')
-        .values({ job, last_slot: slot })
-        .onConflict((oc) => oc.column('job').doUpdateSet({ last_slot: slot }))
-        .execute();
+      db.run(
+        'insert into "cron_heartbeat" ("job", "last_slot") values (?, ?) on conflict ("job") do update set "last_slot" = excluded."last_slot"',
+        [job, slot],
+      );
     }
-    await setMeta(trx, 'last_tick', lastTick);
+    setMeta(db, 'last_tick', lastTick);
     return admitted;
   });
 }
 
-async function setMeta(trx: Transaction<CronTables> | CronDb, key: string, value: number) {
-  await trx
-    .insertInto('cron_meta')
-    .values({ key, value })
-    .onConflict((oc) => oc.column('key').doUpdateSet({ value }))
-    .execute();
+function setMeta(db: CronDb, key: string, value: number): void {
+  db.run(
+    'insert into "cron_meta" ("key", "value") values (?, ?) on conflict ("key") do update set "value" = excluded."value"',
+    [key, value],
+  );
 }
 
 export async function lastTick(db: CronDb): Promise<number | null> {
-  const r = await db
-    .selectFrom('cron_meta')
-    .select('value')
-    .where('key', '=', 'last_tick')
-    .executeTakeFirst();
+  const r = db.get<{ value: number }>('select "value" from "cron_meta" where "key" = ?', ['last_tick']);
   return r ? Number(r.value) : null;
 }
 
 export async function heartbeatSlotsOf(db: CronDb): Promise<Map<string, number>> {
-  const rows = await db.selectFrom('cron_heartbeat').selectAll().execute();
+  const rows = db.all<CronTables['cron_heartbeat']>('select * from "cron_heartbeat"');
   return new Map(rows.map((r) => [r.job, Number(r.last_slot)]));
 }
 
@@ -226,85 +190,67 @@ export async function finish(
   trimJobs: Iterable<string>,
 ): Promise<void> {
   if (done.length === 0) return;
-  await db.transaction().execute(async (trx) => {
+  db.transaction(() => {
     for (const { finish: f } of done) {
-      await trx.executeQuery(
-        CompiledQuery.raw(
-          'update cron_history set outcome = ?, finished_at = ?, duration_ms = ?, exit_code = ?, output_tail = ?, detail = ? where id = ?',
-          [f.outcome, f.finishedAt, f.durationMs, f.exitCode, f.outputTail, f.detail, f.id],
-        ),
+      db.run(
+        'update cron_history set outcome = ?, finished_at = ?, duration_ms = ?, exit_code = ?, output_tail = ?, detail = ? where id = ?',
+        [f.outcome, f.finishedAt, f.durationMs, f.exitCode, f.outputTail, f.detail, f.id],
       );
     }
-    for (const job of trimJobs) await trim(trx, job);
+    for (const job of trimJobs) trimNow(db, job);
   });
 }
 
 /** Keeps the newest CRON_HISTORY_MAX entries of a job. */
-export async function trim(db: Transaction<CronTables> | CronDb, job: string): Promise<void> {
-  const cut = await db
-    .selectFrom('cron_history')
-    .select('id')
-    .where('job', '=', job)
-    .orderBy('id', 'desc')
-    .offset(CRON_HISTORY_MAX)
-    .limit(1)
-    .executeTakeFirst();
-  if (cut?.id != null) {
-    await db.deleteFrom('cron_history').where('job', '=', job).where('id', '<=', cut.id).execute();
-  }
+export async function trim(db: CronDb, job: string): Promise<void> {
+  trimNow(db, job);
+}
+
+function trimNow(db: CronDb, job: string): void {
+  const cut = db.get<{ id: number }>(
+    'select "id" from "cron_history" where "job" = ? order by "id" desc limit 1 offset ?',
+    [job, CRON_HISTORY_MAX],
+  );
+  if (cut?.id != null) db.run('delete from "cron_history" where "job" = ? and "id" <= ?', [job, cut.id]);
 }
 
 /** Fires left `running` by a svcd that died: their outcome is unknown. Returns them. */
 export async function interruptLeftovers(db: CronDb, now: number): Promise<CronFire[]> {
-  const rows = await db.selectFrom('cron_history').selectAll().where('outcome', '=', 'running').execute();
+  const rows = db.all<HistoryRow>('select * from "cron_history" where "outcome" = ?', ['running']);
   if (rows.length === 0) return [];
   const detail = 'svcd exited while this fire was running; its outcome is unknown';
-  await db
-    .updateTable('cron_history')
-    .set({ outcome: 'interrupted', finished_at: now, detail })
-    .where('outcome', '=', 'running')
-    .execute();
+  db.run('update "cron_history" set "outcome" = ?, "finished_at" = ?, "detail" = ? where "outcome" = ?', [
+    'interrupted',
+    now,
+    detail,
+    'running',
+  ]);
   return rows.map((r) => fireOf({ ...r, outcome: 'interrupted', finished_at: now, detail }));
 }
 
 export async function history(db: CronDb, job: string, limit: number): Promise<CronFire[]> {
-  const rows = await db
-    .selectFrom('cron_history')
-    .selectAll()
-    .where('job', '=', job)
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .execute();
+  const rows = db.all<HistoryRow>('select * from "cron_history" where "job" = ? order by "id" desc limit ?', [
+    job,
+    limit,
+  ]);
   return rows.map(fireOf);
 }
 
 /** The newest history entry of each job that has one. */
 export async function lastFires(db: CronDb): Promise<Map<string, CronFire>> {
-  const rows = await db
-    .selectFrom('cron_history as h')
-    .selectAll('h')
-    .where('h.id', 'in', (eb) =>
-      eb
-        .selectFrom('cron_history')
-        .select((e) => e.fn.max('id').as('id'))
-        .groupBy('job'),
-    )
-    .execute();
+  const rows = db.all<HistoryRow>(
+    'select "h".* from "cron_history" as "h" where "h"."id" in (select max("id") as "id" from "cron_history" group by "job")',
+  );
   return new Map(rows.map((r) => [r.job, fireOf(r)]));
 }
 
 /** Drops dedup keys of minutes before `cutoff`; returns how many. */
 export async function gc(db: CronDb, cutoff: number): Promise<number> {
-  const r = await db.deleteFrom('cron_dedup').where('minute', '<', cutoff).executeTakeFirst();
-  return Number(r.numDeletedRows);
+  return db.run('delete from "cron_dedup" where "minute" < ?', [cutoff]);
 }
 
 export async function dedupCount(db: CronDb): Promise<number> {
-  const r = await db
-    .selectFrom('cron_dedup')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .executeTakeFirstOrThrow();
-  return Number(r.n);
+  return Number(db.get<{ n: number }>('select count(*) as "n" from "cron_dedup"')?.n ?? 0);
 }
 
 type HistoryRow = CronTables['cron_history'];

@@ -3,7 +3,6 @@
 // that resumes across an svcd restart misses nothing published while svcd was down.
 // Written at most once a second (and at stop): after a crash the position may be up to a
 // second old, which repeats events upstream but never loses one.
-import type { Kysely } from 'kysely';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import type { StateMigration, StateStore } from '../context.js';
 
@@ -15,14 +14,10 @@ export const POSITION_MIGRATIONS: StateMigration[] = [
   {
     version: 1,
     name: 'fanout position',
-    async up(raw) {
-      const db = raw as unknown as Kysely<PositionTables>;
-      await db.schema
-        .createTable('fanout_position')
-        .addColumn('id', 'integer', (c) => c.primaryKey())
-        .addColumn('last_event_id', 'text', (c) => c.notNull())
-        .addColumn('updated_at', 'integer', (c) => c.notNull())
-        .execute();
+    up(db) {
+      db.exec(
+        'create table "fanout_position" ("id" integer primary key, "last_event_id" text not null, "updated_at" integer not null)',
+      );
     },
   },
 ];
@@ -38,17 +33,11 @@ export class FanoutPosition {
     private readonly onError: (e: unknown) => void,
   ) {}
 
-  private get db(): Kysely<PositionTables> {
-    return this.state.db as unknown as Kysely<PositionTables>;
-  }
-
   async load(): Promise<string | null> {
     await this.state.migrate('fanout', POSITION_MIGRATIONS);
-    const row = await this.db
-      .selectFrom('fanout_position')
-      .select('last_event_id')
-      .where('id', '=', 1)
-      .executeTakeFirst();
+    const row = this.state.db.get<Pick<PositionTables['fanout_position'], 'last_event_id'>>(
+      'select "last_event_id" from "fanout_position" where "id" = 1',
+    );
     return row?.last_event_id ?? null;
   }
 
@@ -68,19 +57,17 @@ export class FanoutPosition {
     const id = this.pending;
     this.pending = null;
     if (id !== null) {
-      this.writing = this.writing.then(() =>
-        this.db
-          .insertInto('fanout_position')
-          .values({ id: 1, last_event_id: id, updated_at: this.clock.now() })
-          .onConflict((oc) =>
-            oc.column('id').doUpdateSet({ last_event_id: id, updated_at: this.clock.now() }),
-          )
-          .execute()
-          .then(
-            () => {},
-            (e: unknown) => this.onError(e),
-          ),
-      );
+      this.writing = this.writing.then(() => {
+        try {
+          const now = this.clock.now();
+          this.state.db.run(
+            'insert into "fanout_position" ("id", "last_event_id", "updated_at") values (1, ?, ?) on conflict ("id") do update set "last_event_id" = excluded."last_event_id", "updated_at" = excluded."updated_at"',
+            [id, now],
+          );
+        } catch (e) {
+          this.onError(e);
+        }
+      });
     }
     await this.writing;
   }

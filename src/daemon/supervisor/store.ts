@@ -1,7 +1,6 @@
 // What the supervisor keeps in state.db across svcd restarts: per agent, whether it is
 // paused, which unit and pid it last ran (to re-adopt or reap it), its restart count; and a
 // short history of watchdog and operator actions for `supervise status`.
-import type { Kysely } from 'kysely';
 import type { StateMigration, StateStore } from '../context.js';
 
 export interface SupervisorTables {
@@ -28,29 +27,13 @@ const MIGRATIONS: StateMigration[] = [
   {
     version: 1,
     name: 'supervisor agents and history',
-    async up(db) {
-      await db.schema
-        .createTable('supervisor_agents')
-        .addColumn('agent_id', 'text', (c) => c.primaryKey())
-        .addColumn('paused', 'integer', (c) => c.notNull().defaultTo(0))
-        .addColumn('backend', 'text')
-        .addColumn('unit', 'text')
-        .addColumn('pid', 'integer')
-        .addColumn('restarts', 'integer', (c) => c.notNull().defaultTo(0))
-        .execute();
-      await db.schema
-        .createTable('supervisor_history')
-        .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
-        .addColumn('agent_id', 'text', (c) => c.notNull())
-        .addColumn('at', 'text', (c) => c.notNull())
-        .addColumn('action', 'text', (c) => c.notNull())
-        .addColumn('reason', 'text', (c) => c.notNull())
-        .execute();
-      await db.schema
-        .createIndex('supervisor_history_agent')
-        .on('supervisor_history')
-        .columns(['agent_id', 'seq'])
-        .execute();
+    up(db) {
+      db.exec(`
+        create table "supervisor_agents" ("agent_id" text primary key, "paused" integer default 0 not null,
+          "backend" text, "unit" text, "pid" integer, "restarts" integer default 0 not null);
+        create table "supervisor_history" ("seq" integer primary key autoincrement, "agent_id" text not null,
+          "at" text not null, "action" text not null, "reason" text not null);
+        create index "supervisor_history_agent" on "supervisor_history" ("agent_id", "seq");`);
     },
   },
 ];
@@ -79,11 +62,11 @@ export interface SupervisorStore {
 }
 
 export function createSupervisorStore(state: StateStore): SupervisorStore {
-  const db = state.db as unknown as Kysely<SupervisorTables>;
+  const db = state.db;
   return {
     migrate: () => state.migrate('supervisor', MIGRATIONS),
     async all() {
-      const rows = await db.selectFrom('supervisor_agents').selectAll().execute();
+      const rows = db.all<SupervisorTables['supervisor_agents']>('select * from "supervisor_agents"');
       return new Map(
         rows.map((r) => [
           r.agent_id,
@@ -92,54 +75,37 @@ export function createSupervisorStore(state: StateStore): SupervisorStore {
       );
     },
     async save(agentId, row) {
-      const values = {
-        agent_id: agentId,
-        paused: row.paused ? 1 : 0,
-        backend: row.backend,
-        unit: row.unit,
-        pid: row.pid,
-        restarts: row.restarts,
-      };
-      await db
-        .insertInto('supervisor_agents')
-        .values(values)
-        .onConflict((oc) => oc.column('agent_id').doUpdateSet(values))
-        .execute();
+      const v = [agentId, row.paused ? 1 : 0, row.backend, row.unit, row.pid, row.restarts];
+      db.run(
+        `insert into "supervisor_agents" ("agent_id", "paused", "backend", "unit", "pid", "restarts")
+         values (?, ?, ?, ?, ?, ?) on conflict ("agent_id") do update set "agent_id" = ?, "paused" = ?,
+         "backend" = ?, "unit" = ?, "pid" = ?, "restarts" = ?`,
+        [...v, ...v],
+      );
     },
     async remove(agentId) {
-      await db.deleteFrom('supervisor_agents').where('agent_id', '=', agentId).execute();
+      db.run('delete from "supervisor_agents" where "agent_id" = ?', [agentId]);
     },
     async addHistory(agentId, e) {
-      await db.transaction().execute(async (trx) => {
-        await trx
-          .insertInto('supervisor_history')
-          .values({ agent_id: agentId, ...e })
-          .execute();
-        const keep = await trx
-          .selectFrom('supervisor_history')
-          .select('seq')
-          .where('agent_id', '=', agentId)
-          .orderBy('seq', 'desc')
-          .offset(HISTORY_KEPT - 1)
-          .limit(1)
-          .executeTakeFirst();
+      db.transaction(() => {
+        db.run(
+          'insert into "supervisor_history" ("agent_id", "at", "action", "reason") values (?, ?, ?, ?)',
+          [agentId, e.at, e.action, e.reason],
+        );
+        const keep = db.get<{ seq: number }>(
+          'select "seq" from "supervisor_history" where "agent_id" = ? order by "seq" desc limit 1 offset ?',
+          [agentId, HISTORY_KEPT - 1],
+        );
         if (keep?.seq != null) {
-          await trx
-            .deleteFrom('supervisor_history')
-            .where('agent_id', '=', agentId)
-            .where('seq', '<', keep.seq)
-            .execute();
+          db.run('delete from "supervisor_history" where "agent_id" = ? and "seq" < ?', [agentId, keep.seq]);
         }
       });
     },
     async history(agentId) {
-      const rows = await db
-        .selectFrom('supervisor_history')
-        .select(['at', 'action', 'reason'])
-        .where('agent_id', '=', agentId)
-        .orderBy('seq', 'desc')
-        .limit(HISTORY_KEPT)
-        .execute();
+      const rows = db.all<HistoryEntry>(
+        'select "at", "action", "reason" from "supervisor_history" where "agent_id" = ? order by "seq" desc limit ?',
+        [agentId, HISTORY_KEPT],
+      );
       return rows.reverse();
     },
   };

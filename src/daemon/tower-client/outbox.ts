@@ -1,7 +1,6 @@
 // The durable event outbox: events are committed to state.db, then delivered to the tower
 // in batches (POST /nodes/events) with backoff while it is unreachable. Each event has a
 // unique key, so a batch retried after a lost reply is not doubled on the feed.
-import type { Kysely } from 'kysely';
 import { Backoff } from '../../lib/backoff.js';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
@@ -18,14 +17,10 @@ const MIGRATIONS: StateMigration[] = [
   {
     version: 1,
     name: 'outbox',
-    async up(db) {
-      await db.schema
-        .createTable('outbox')
-        .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
-        .addColumn('key', 'text', (c) => c.notNull().unique())
-        .addColumn('event', 'text', (c) => c.notNull())
-        .addColumn('created_at', 'text', (c) => c.notNull())
-        .execute();
+    up(db) {
+      db.exec(
+        'create table "outbox" ("seq" integer primary key autoincrement, "key" text not null unique, "event" text not null, "created_at" text not null)',
+      );
     },
   },
 ];
@@ -47,7 +42,7 @@ export function createOutbox(deps: {
   clock: Clock;
   log: Logger;
 }): Outbox {
-  const db = deps.state.db as unknown as Kysely<OutboxTables>;
+  const db = deps.state.db;
   const log = deps.log.child({ component: 'outbox' });
   const backoff = new Backoff();
   let timer: TimerHandle | null = null;
@@ -60,11 +55,7 @@ export function createOutbox(deps: {
   let dirty = false;
 
   async function countRows(): Promise<number> {
-    const r = await db
-      .selectFrom('outbox')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .executeTakeFirstOrThrow();
-    return Number(r.n);
+    return Number(db.get<{ n: number }>('select count(*) as "n" from "outbox"')?.n ?? 0);
   }
 
   function schedule(ms: number) {
@@ -77,7 +68,7 @@ export function createOutbox(deps: {
 
   async function deliverOnce(): Promise<'empty' | 'more' | 'failed'> {
     dirty = false;
-    const rows = await db.selectFrom('outbox').selectAll().orderBy('seq').limit(BATCH).execute();
+    const rows = db.all<OutboxTables['outbox']>('select * from "outbox" order by "seq" limit ?', [BATCH]);
     if (rows.length === 0) return dirty ? 'more' : 'empty';
     const events = rows.map((r) => ({ key: r.key, ...(JSON.parse(r.event) as NewEvent) }));
     try {
@@ -87,7 +78,7 @@ export function createOutbox(deps: {
       return 'failed';
     }
     const last = rows[rows.length - 1]?.seq ?? 0;
-    await db.deleteFrom('outbox').where('seq', '<=', last).execute();
+    db.run('delete from "outbox" where "seq" <= ?', [last]);
     delivered += rows.length;
     pendingCount = Math.max(0, pendingCount - rows.length);
     return rows.length === BATCH || dirty ? 'more' : 'empty';
@@ -128,15 +119,11 @@ export function createOutbox(deps: {
       await running;
     },
     async publish(event) {
-      await db
-        .insertInto('outbox')
-        .values({
-          seq: null,
-          key: newId('evt', deps.clock.now()),
-          event: JSON.stringify(event),
-          created_at: iso(deps.clock.now()),
-        })
-        .execute();
+      db.run('insert into "outbox" ("seq", "key", "event", "created_at") values (null, ?, ?, ?)', [
+        newId('evt', deps.clock.now()),
+        JSON.stringify(event),
+        iso(deps.clock.now()),
+      ]);
       pendingCount++;
       dirty = true;
       if (pendingCount > MAX_PENDING) {
@@ -145,14 +132,10 @@ export function createOutbox(deps: {
           { dropped: excess },
           'event outbox full while the tower is unreachable; dropping the oldest events',
         );
-        const cutoff = await db
-          .selectFrom('outbox')
-          .select('seq')
-          .orderBy('seq')
-          .offset(excess - 1)
-          .limit(1)
-          .executeTakeFirst();
-        if (cutoff?.seq) await db.deleteFrom('outbox').where('seq', '<=', cutoff.seq).execute();
+        const cutoff = db.get<{ seq: number }>('select "seq" from "outbox" order by "seq" limit 1 offset ?', [
+          excess - 1,
+        ]);
+        if (cutoff?.seq) db.run('delete from "outbox" where "seq" <= ?', [cutoff.seq]);
         pendingCount = await countRows();
       }
       if (!stopped && !timer) void flush();

@@ -1,7 +1,6 @@
 // What the task worker keeps in state.db: the work loops `svc run` started (resumed when svcd
 // restarts) and the subagent runs in flight (process group + run marker), so a restarted svcd
 // can kill subagents a crashed one left behind instead of letting them run unsupervised.
-import type { Kysely } from 'kysely';
 import type { RuntimeKind } from '../../protocol/runtimes.js';
 import type { StateMigration, StateStore } from '../context.js';
 
@@ -31,39 +30,47 @@ const MIGRATIONS: StateMigration[] = [
   {
     version: 1,
     name: 'worker loops and runs',
-    async up(db) {
-      await db.schema
-        .createTable('worker_loops')
-        .addColumn('loop_key', 'text', (c) => c.primaryKey())
-        .addColumn('runtime', 'text', (c) => c.notNull())
-        .addColumn('domain_id', 'text', (c) => c.notNull())
-        .addColumn('agent_id', 'text', (c) => c.notNull())
-        .addColumn('max_concurrent', 'integer', (c) => c.notNull())
-        .addColumn('poll_ms', 'integer', (c) => c.notNull())
-        .addColumn('timeout_ms', 'integer')
-        .addColumn('started_at', 'text', (c) => c.notNull())
-        .execute();
-      await db.schema
-        .createTable('worker_runs')
-        .addColumn('task_id', 'text', (c) => c.primaryKey())
-        .addColumn('run_id', 'text', (c) => c.notNull())
-        .addColumn('pgid', 'integer', (c) => c.notNull())
-        .addColumn('agent_id', 'text', (c) => c.notNull())
-        .addColumn('started_at', 'text', (c) => c.notNull())
-        .execute();
+    up(db) {
+      db.exec(`
+        create table "worker_loops" ("loop_key" text primary key, "runtime" text not null,
+          "domain_id" text not null, "agent_id" text not null, "max_concurrent" integer not null,
+          "poll_ms" integer not null, "timeout_ms" integer, "started_at" text not null);
+        create table "worker_runs" ("task_id" text primary key, "run_id" text not null,
+          "pgid" integer not null, "agent_id" text not null, "started_at" text not null);`);
     },
   },
   {
     version: 2,
     name: 'worker loops: task_ready switch',
-    async up(db) {
-      await db.schema
-        .alterTable('worker_loops')
-        .addColumn('task_ready', 'integer', (c) => c.notNull().defaultTo(1))
-        .execute();
+    up(db) {
+      db.exec('alter table "worker_loops" add column "task_ready" integer default 1 not null');
     },
   },
 ];
+
+const LOOP_COLUMNS = [
+  'loop_key',
+  'runtime',
+  'domain_id',
+  'agent_id',
+  'max_concurrent',
+  'poll_ms',
+  'timeout_ms',
+  'started_at',
+  'task_ready',
+] as const;
+const RUN_COLUMNS = ['task_id', 'run_id', 'pgid', 'agent_id', 'started_at'] as const;
+
+/** insert … on conflict (key) do update: every column of the row replaced. */
+function upsert(table: string, columns: readonly string[], key: string): string {
+  const q = (c: string) => `"${c}"`;
+  return (
+    `insert into "${table}" (${columns.map(q).join(', ')}) values (${columns.map(() => '?').join(', ')}) ` +
+    `on conflict (${q(key)}) do update set ${columns.map((c) => `${q(c)} = excluded.${q(c)}`).join(', ')}`
+  );
+}
+const SAVE_LOOP = upsert('worker_loops', LOOP_COLUMNS, 'loop_key');
+const SAVE_RUN = upsert('worker_runs', RUN_COLUMNS, 'task_id');
 
 export interface LoopRow {
   loop_key: string;
@@ -90,32 +97,32 @@ export interface WorkerStore {
 }
 
 export function createWorkerStore(state: StateStore): WorkerStore {
-  const db = state.db as unknown as Kysely<WorkerTables>;
+  const db = state.db;
   return {
     migrate: () => state.migrate('worker', MIGRATIONS),
     async loops() {
-      return (await db.selectFrom('worker_loops').selectAll().orderBy('started_at').execute()) as LoopRow[];
+      return db.all<LoopRow>('select * from "worker_loops" order by "started_at"');
     },
     async saveLoop(row) {
-      await db
-        .insertInto('worker_loops')
-        .values(row)
-        .onConflict((oc) => oc.column('loop_key').doUpdateSet(row))
-        .execute();
+      db.run(
+        SAVE_LOOP,
+        LOOP_COLUMNS.map((c) => row[c]),
+      );
     },
     async removeLoop(key) {
-      await db.deleteFrom('worker_loops').where('loop_key', '=', key).execute();
+      db.run('delete from "worker_loops" where "loop_key" = ?', [key]);
     },
-    runs: () => db.selectFrom('worker_runs').selectAll().execute(),
+    async runs() {
+      return db.all<RunRow>('select * from "worker_runs"');
+    },
     async saveRun(row) {
-      await db
-        .insertInto('worker_runs')
-        .values(row)
-        .onConflict((oc) => oc.column('task_id').doUpdateSet(row))
-        .execute();
+      db.run(
+        SAVE_RUN,
+        RUN_COLUMNS.map((c) => row[c]),
+      );
     },
     async removeRun(taskId) {
-      await db.deleteFrom('worker_runs').where('task_id', '=', taskId).execute();
+      db.run('delete from "worker_runs" where "task_id" = ?', [taskId]);
     },
   };
 }

@@ -1,6 +1,7 @@
 // Exactly-once under contention: two tower replicas on one PostgreSQL schema, 16 concurrent
 // claimers split between them, every task completed exactly once and none left behind.
-// SVC_MESH_CONTENTION_TASKS scales it (the issue's figure is 10 000).
+// SVC_MESH_CONTENTION_TASKS scales it: the suite runs 160, `npm run test:contention` the
+// issue's 10 000 (docs/mesh.md).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

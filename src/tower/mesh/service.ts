@@ -181,7 +181,15 @@ export class MeshService {
         .where('domain_id', '=', mission.domain_id)
         .orderBy('id')
         .execute();
-      for (const a of agents.filter((a) => hasCaps(a, caps))) {
+      const eligible = agents.filter((a) => hasCaps(a, caps));
+      // A broadcast without runs would stay pending forever: refuse it (nothing is written).
+      if (eligible.length === 0) {
+        throw new SvcError(
+          'conflict',
+          `no agent enrolled in domain ${mission.domain_id} has the required capabilities ${JSON.stringify(caps)}: a broadcast task needs at least one`,
+        );
+      }
+      for (const a of eligible) {
         const run: MeshTaskRow = {
           ...base,
           id: newId('mt', tx.nowMs),
@@ -326,6 +334,7 @@ export class MeshService {
         );
       }
       checkNotExpired(row, tx.now);
+      await this.lockParent(tx, row);
       const set = change(row, tx);
       if (set === null) return taskOf(row);
       const res = await tx.db
@@ -455,8 +464,15 @@ export class MeshService {
     );
   }
 
+  /**
+   * failed → pending with attempt + 1. A broadcast task's retry retries its failed runs (its
+   * completed ones stand); a run's retry reopens its failed parent, which settles again when
+   * the runs end. Runs of a cancelled broadcast stay ended.
+   */
   async retry(p: Principal, taskId: string): Promise<MeshTask> {
+    const claimable: MeshTask[] = [];
     const task = await this.ctx.write(async (tx) => {
+      claimable.length = 0;
       const row = await this.load(tx.db, p, taskId);
       if (row.state !== 'failed') {
         throw new SvcError(
@@ -464,30 +480,74 @@ export class MeshService {
           `mesh task ${taskId} is ${row.state}: only a failed task can be retried`,
         );
       }
-      const set = {
-        state: 'pending',
-        attempt: Number(row.attempt) + 1,
-        max_attempts: Math.max(Number(row.max_attempts), Number(row.attempt) + 1),
-        failure_reason: null,
-        claimed_by: null,
-        lease_id: null,
-        lease_expires_at: null,
-        updated_at: tx.now,
-      };
-      const res = await tx.db
-        .updateTable('mesh_tasks')
-        .set(set)
-        .where('id', '=', taskId)
-        .where('state', '=', 'failed')
-        .executeTakeFirst();
-      if (Number(res.numUpdatedRows) !== 1)
-        throw new SvcError('illegal_transition', `mesh task ${taskId} changed meanwhile`);
-      const t = taskOf({ ...row, ...set });
-      transitionEvent(tx, t, 'retried');
+      if (row.claim_policy === 'broadcast') {
+        await this.lockParent(tx, { parent_id: row.id });
+        const runs = await tx.db
+          .selectFrom('mesh_tasks')
+          .selectAll()
+          .where('parent_id', '=', taskId)
+          .where('state', '=', 'failed')
+          .orderBy('id')
+          .execute();
+        if (runs.length === 0) {
+          throw new SvcError(
+            'illegal_transition',
+            `broadcast task ${taskId} has no failed run to retry (the runs that did not complete were cancelled): submit it again`,
+          );
+        }
+        for (const r of runs) claimable.push(await this.requeue(tx, r));
+        return this.requeue(tx, row);
+      }
+      if (row.parent_id) {
+        await this.lockParent(tx, row);
+        const parent = await tx.db
+          .selectFrom('mesh_tasks')
+          .selectAll()
+          .where('id', '=', row.parent_id)
+          .executeTakeFirst();
+        if (parent?.state === 'cancelled') {
+          throw new SvcError(
+            'illegal_transition',
+            `mesh task ${taskId} is a run of broadcast task ${parent.id}, which is cancelled`,
+          );
+        }
+        if (parent?.state === 'failed') {
+          const set = { state: 'pending', failure_reason: null, updated_at: tx.now };
+          await tx.db.updateTable('mesh_tasks').set(set).where('id', '=', parent.id).execute();
+          transitionEvent(tx, taskOf({ ...parent, ...set }), 'reopened');
+        }
+      }
+      const t = await this.requeue(tx, row);
+      claimable.push(t);
       return t;
     });
-    this.hooks.onClaimable?.(task);
+    for (const t of claimable) this.hooks.onClaimable?.(t);
     return task;
+  }
+
+  /** A failed task back to pending for its next attempt, with its `retried` event. */
+  private async requeue(tx: Tx, row: MeshTaskRow): Promise<MeshTask> {
+    const set = {
+      state: 'pending',
+      attempt: Number(row.attempt) + 1,
+      max_attempts: Math.max(Number(row.max_attempts), Number(row.attempt) + 1),
+      failure_reason: null,
+      claimed_by: null,
+      lease_id: null,
+      lease_expires_at: null,
+      updated_at: tx.now,
+    };
+    const res = await tx.db
+      .updateTable('mesh_tasks')
+      .set(set)
+      .where('id', '=', row.id)
+      .where('state', '=', 'failed')
+      .executeTakeFirst();
+    if (Number(res.numUpdatedRows) !== 1)
+      throw new SvcError('illegal_transition', `mesh task ${row.id} changed meanwhile`);
+    const t = taskOf({ ...row, ...set });
+    transitionEvent(tx, t, 'retried');
+    return t;
   }
 
   async cancel(p: Principal, taskId: string): Promise<MeshTask> {
@@ -496,6 +556,7 @@ export class MeshService {
     const task = await this.ctx.write(async (tx) => {
       held.length = 0;
       const row = await this.load(tx.db, p, taskId);
+      await this.lockParent(tx, row);
       if (TERMINAL.includes(row.state as MeshState)) {
         throw new SvcError('illegal_transition', `mesh task ${taskId} is already ${row.state}`);
       }
@@ -548,6 +609,7 @@ export class MeshService {
         .execute();
       let count = 0;
       for (const row of expired) {
+        await this.lockParent(tx, row);
         const exhausted = Number(row.attempt) >= Number(row.max_attempts);
         const set = exhausted
           ? {
@@ -590,9 +652,21 @@ export class MeshService {
     return n;
   }
 
+  /**
+   * PostgreSQL: locks a broadcast run's parent before the run changes. Runs ending at once
+   * on several connections then settle the parent one after the other, each seeing the
+   * others' committed ends (without it, each could see the others still running and none
+   * settle it); and every path locks parent before run, so none deadlock.
+   */
+  private async lockParent(tx: Tx, row: Pick<MeshTaskRow, 'parent_id'>): Promise<void> {
+    if (!row.parent_id || this.ctx.store.dialect !== 'postgres') return;
+    await sql`select id from mesh_tasks where id = ${row.parent_id} for update`.execute(tx.db);
+  }
+
   /** A broadcast parent ends when all its runs ended: completed if all completed. */
   private async settleParent(tx: Tx, t: MeshTask): Promise<void> {
     if (!t.parent_id) return;
+    await this.lockParent(tx, t);
     const runs = await tx.db
       .selectFrom('mesh_tasks')
       .select('state')
