@@ -49,12 +49,7 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
       svcd: { args: ['--log-level', 'warn'] },
       beforeSvcd: async (s) => {
         ({ domainId, missionId } = await s.mission('ops', 'console'));
-        const enrolled = await fetch(`${s.tower.url}/agents`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${s.node.jwt}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ domain_id: domainId, runtime: 'alpha_code', name: 'tty' }),
-        });
-        ttyAgent = ((await enrolled.json()) as { id: string }).id;
+        ttyAgent = await s.enrol(domainId, 'tty');
         writeFileSync(
           join(s.home, 'svcd', 'agents.toml'),
           `[[agent]]\nid = "${ttyAgent}"\nruntime = "alpha_code"\nsupervise = true\npty = true\ncommand = ["node", ${JSON.stringify(SVCD_BIN)}, "reference-agent", "--interactive"]\n`,
