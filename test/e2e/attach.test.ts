@@ -15,36 +15,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { checkAttachOpen, closeCodeOf, NODE_ATTACH_PREFIX } from '../../src/protocol/attach.js';
 import { type AttachOpen, CONTROL_PATH } from '../../src/protocol/control.js';
+import { type NodeStack, startNodeStack } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
-import {
-  type Proc,
-  run,
-  SVC_BIN,
-  SVCD_BIN,
-  spawnProc,
-  startTowerProc,
-  stopAll,
-  type TowerProc,
-} from '../support/procs.js';
-import { makeTempDir } from '../support/tmp.js';
+import { type Proc, run, SVC_BIN, SVCD_BIN, type TowerProc } from '../support/procs.js';
 import { captureFeed } from './feed-capture.js';
 
 const TMUX_SOCKET = `svc-e2e-attach-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-const tmp = makeTempDir('svc-e2e-attach-');
-const home = join(tmp.dir, 'home');
-const env: NodeJS.ProcessEnv = {};
-for (const [k, v] of Object.entries(process.env)) {
-  if (
-    k.startsWith('SVC_') ||
-    k.startsWith('XDG_') ||
-    k === 'DBUS_SESSION_BUS_ADDRESS' ||
-    k.startsWith('TMUX')
-  )
-    continue;
-  env[k] = v;
-}
-Object.assign(env, { HOME: join(tmp.dir, 'user'), SVC_HOME: home, SVC_NODE_FILE: join(home, 'node.json') });
-
+let stack: NodeStack;
 let tower: TowerProc;
 let svcd: Proc;
 let cli: NodeJS.ProcessEnv;
@@ -101,11 +78,6 @@ async function svc(args: string[], input?: string): Promise<string> {
   return r.stdout;
 }
 
-function startSvcd(): Proc {
-  const p = spawnProc(SVCD_BIN, ['run', '--backend-url', tower.url, '--log-level', 'warn'], env);
-  return p;
-}
-
 async function agentRunning(): Promise<void> {
   await waitFor(
     'the PTY agent to run',
@@ -121,39 +93,31 @@ async function agentRunning(): Promise<void> {
 }
 
 beforeAll(async () => {
-  for (const d of [home, env.HOME as string, join(home, 'svcd')])
-    mkdirSync(d, { recursive: true, mode: 0o700 });
-  tower = await startTowerProc(env);
-  cli = { ...env, SVC_BASE_URL: tower.url };
-  domainId = (JSON.parse(await svc(['--json', 'domain', 'create', 'ops'])) as { id: string }).id;
-  await svc(['agent', 'node', 'register', '--hostname', 'attach-node']);
-  const node = JSON.parse(readFileSync(env.SVC_NODE_FILE as string, 'utf8')) as {
-    jwt: string;
-    node_id: string;
-  };
-  nodeId = node.node_id;
-  adminToken = readFileSync(join(home, 'tower', 'admin.token'), 'utf8').trim();
-  const elsewhere = join(tmp.dir, 'elsewhere');
+  stack = await startNodeStack({
+    name: 'attach',
+    hostname: 'attach-node',
+    svcd: { args: ['--log-level', 'warn'] },
+    beforeSvcd: async (s) => {
+      ({ tower, cli, adminToken } = s);
+      nodeId = s.node.node_id;
+      domainId = (JSON.parse(await svc(['--json', 'domain', 'create', 'ops'])) as { id: string }).id;
+      agentId = await s.enrol(domainId, 'tty');
+      writeFileSync(
+        join(s.home, 'svcd', 'agents.toml'),
+        `[[agent]]\nid = "${agentId}"\nruntime = "alpha_code"\nsupervise = true\npty = true\ncommand = ["node", ${JSON.stringify(SVCD_BIN)}, "reference-agent", "--interactive"]\n`,
+      );
+    },
+  });
+  svcd = stack.svcd as Proc;
+  const elsewhere = join(stack.tmp.dir, 'elsewhere');
   mkdirSync(elsewhere, { recursive: true, mode: 0o700 });
   remote = {
-    ...env,
+    ...stack.env,
     SVC_HOME: elsewhere,
     SVC_NODE_FILE: join(elsewhere, 'node.json'),
     SVC_BASE_URL: tower.url,
     SVC_TOKEN: adminToken,
   };
-  const enrolled = await fetch(`${tower.url}/agents`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${node.jwt}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ domain_id: domainId, runtime: 'alpha_code', name: 'tty' }),
-  });
-  expect(enrolled.status).toBe(201);
-  agentId = ((await enrolled.json()) as { id: string }).id;
-  writeFileSync(
-    join(home, 'svcd', 'agents.toml'),
-    `[[agent]]\nid = "${agentId}"\nruntime = "alpha_code"\nsupervise = true\npty = true\ncommand = ["node", ${JSON.stringify(SVCD_BIN)}, "reference-agent", "--interactive"]\n`,
-  );
-  svcd = startSvcd();
   await agentRunning();
   tmux('-f', '/dev/null', 'new-session', '-d', '-s', 'boot', '-x', '100', '-y', '30');
   tmux('set', '-g', 'status', 'off');
@@ -164,8 +128,7 @@ afterAll(async () => {
   rmSync(join(process.env.TMUX_TMPDIR ?? '/tmp', `tmux-${process.getuid?.() ?? 0}`, TMUX_SOCKET), {
     force: true,
   });
-  await stopAll();
-  tmp.remove();
+  await stack?.stop();
 });
 
 /** A fresh shell in its own tmux window, with the stty state saved for the restore check. */
@@ -399,7 +362,7 @@ describe('svc attach through the tower', () => {
   it('refuses with secret_mismatch when the node does not accept the signature', async () => {
     // A node whose secret changed without the tower learning it (the node here is the test,
     // checking with the same function svcd uses; svcd's side is in gateway.test.ts).
-    const home2 = join(tmp.dir, 'mismatch');
+    const home2 = join(stack.tmp.dir, 'mismatch');
     mkdirSync(home2, { recursive: true, mode: 0o700 });
     const nodeEnv = {
       ...cli,
@@ -489,7 +452,7 @@ describe('svc attach through the tower', () => {
     expect(await off.closed).toBe(4503);
     expect(off.frames).toMatchObject([{ type: 'error', code: 'node_offline' }]);
 
-    svcd = startSvcd();
+    svcd = await stack.startSvcd(['--log-level', 'warn']);
     await agentRunning();
     // A new attach secret was registered; no operator action is needed.
     const next = await waitFor('an attach after the restart', async () => {

@@ -1,24 +1,14 @@
 // The web console in Debian chromium against a real tower and a real svcd: mesh tasks run by
 // svcd's task worker (submit, live progress, cancel, retry), agent supervision (restart), and a
 // terminal attached in the browser (xterm) through the tower.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectPageErrors, haveChromium, launchBrowser, screenshotDir, shot } from '../support/browser.js';
+import { type NodeStack, startNodeStack } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
-import {
-  isolatedEnv,
-  type Proc,
-  run,
-  SVC_BIN,
-  SVCD_BIN,
-  spawnProc,
-  startTowerProc,
-  stopAll,
-  type TowerProc,
-} from '../support/procs.js';
-import { makeTempDir } from '../support/tmp.js';
+import { type Proc, run, SVC_BIN, SVCD_BIN } from '../support/procs.js';
 
 interface Task {
   id: string;
@@ -27,87 +17,52 @@ interface Task {
 }
 
 describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)', () => {
-  const tmp = makeTempDir('svc-e2e-console-node-');
-  const env = isolatedEnv(tmp.dir);
-  const home = env.SVC_HOME as string;
   const shots = screenshotDir();
-  let tower: TowerProc;
-  let svcd: Proc;
-  let cli: NodeJS.ProcessEnv;
-  let admin: string;
+  let stack: NodeStack;
   let domainId: string;
   let missionId: string;
-  let nodeId: string;
   let ttyAgent: string;
   let browser: Browser;
 
-  const svc = async (args: string[]) => {
-    const r = await run(SVC_BIN, args, cli);
-    if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
-    return r.stdout;
-  };
-  const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const res = await fetch(tower.url + path, {
-      method,
-      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    return (await res.json()) as T;
-  };
+  const svc = (args: string[]) => stack.svc(args);
+  const api = async <T>(method: string, path: string, body?: unknown): Promise<T> =>
+    (await (await stack.admin(method, path, body)).json()) as T;
   const supervised = async () => {
-    const r = await run(SVC_BIN, ['--json', 'agent', 'supervise', 'list'], cli);
+    const r = await run(SVC_BIN, ['--json', 'agent', 'supervise', 'list'], stack.cli);
     if (r.code !== 0) return [];
     return (JSON.parse(r.stdout) as { items: { id: string; state: string; restarts?: number }[] }).items;
   };
 
   async function signedIn(): Promise<Page> {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    await page.goto(tower.url);
-    await page.getByLabel('Token').fill(admin);
+    await page.goto(stack.tower.url);
+    await page.getByLabel('Token').fill(stack.adminToken);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('link', { name: 'Feed' }).waitFor();
     return page;
   }
 
   beforeAll(async () => {
-    for (const d of [home, env.HOME as string, join(home, 'svcd')])
-      mkdirSync(d, { recursive: true, mode: 0o700 });
-    tower = await startTowerProc(env);
-    cli = { ...env, SVC_BASE_URL: tower.url };
-    admin = readFileSync(join(home, 'tower', 'admin.token'), 'utf8').trim();
-    domainId = (JSON.parse(await svc(['--json', 'domain', 'create', 'ops'])) as { id: string }).id;
-    missionId = (
-      JSON.parse(await svc(['--json', 'mission', 'create', 'console', '--domain', domainId])) as {
-        id: string;
-      }
-    ).id;
-    await svc(['agent', 'node', 'register', '--hostname', 'console-node']);
-    const node = JSON.parse(readFileSync(env.SVC_NODE_FILE as string, 'utf8')) as {
-      jwt: string;
-      node_id: string;
-    };
-    nodeId = node.node_id;
-    const enrolled = await fetch(`${tower.url}/agents`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${node.jwt}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ domain_id: domainId, runtime: 'alpha_code', name: 'tty' }),
+    stack = await startNodeStack({
+      name: 'console-node',
+      hostname: 'console-node',
+      svcd: { args: ['--log-level', 'warn'] },
+      beforeSvcd: async (s) => {
+        ({ domainId, missionId } = await s.mission('ops', 'console'));
+        ttyAgent = await s.enrol(domainId, 'tty');
+        writeFileSync(
+          join(s.home, 'svcd', 'agents.toml'),
+          `[[agent]]\nid = "${ttyAgent}"\nruntime = "alpha_code"\nsupervise = true\npty = true\ncommand = ["node", ${JSON.stringify(SVCD_BIN)}, "reference-agent", "--interactive"]\n`,
+        );
+        writeFileSync(
+          join(s.home, 'svcd', 'cron.toml'),
+          '[[job]]\nname = "nightly-report"\nschedule = "0 3 * * *"\ndispatch = "bash"\nprompt = "echo report"\n',
+        );
+      },
     });
-    ttyAgent = ((await enrolled.json()) as { id: string }).id;
-    writeFileSync(
-      join(home, 'svcd', 'agents.toml'),
-      `[[agent]]\nid = "${ttyAgent}"\nruntime = "alpha_code"\nsupervise = true\npty = true\ncommand = ["node", ${JSON.stringify(SVCD_BIN)}, "reference-agent", "--interactive"]\n`,
-    );
-    writeFileSync(
-      join(home, 'svcd', 'cron.toml'),
-      '[[job]]\nname = "nightly-report"\nschedule = "0 3 * * *"\ndispatch = "bash"\nprompt = "echo report"\n',
-    );
-    svcd = spawnProc(SVCD_BIN, ['run', '--backend-url', tower.url, '--log-level', 'warn'], env);
     await waitFor(
       'svcd connected with its agent running',
-      async () => {
-        if (svcd.child.exitCode !== null) throw new Error(`svcd exited: ${svcd.stderr()}`);
-        return (await supervised()).some((a) => a.id === ttyAgent && a.state === 'running');
-      },
+      async () => (await supervised()).some((a) => a.id === ttyAgent && a.state === 'running'),
       { timeoutMs: 60_000 },
     );
     await svc(['--json', 'run', 'alpha_agent_acp', '--domain', domainId, '--max-concurrent', '2']);
@@ -115,8 +70,7 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
-    await stopAll();
-    tmp.remove();
+    await stack?.stop();
   });
 
   it('submits a task, shows progress while it runs, cancels it, and retries a failed one', async () => {
@@ -270,9 +224,9 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
     expect((await supervised()).find((a) => a.id === ttyAgent)).toMatchObject({ paused: false });
 
     // An agent the node does not supervise: the node's refusal, with its detail.
-    const res = await fetch(`${tower.url}/nodes/${nodeId}/agents/ghost/actions`, {
+    const res = await fetch(`${stack.tower.url}/nodes/${stack.node.node_id}/agents/ghost/actions`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${stack.adminToken}`, 'content-type': 'application/json' },
       body: JSON.stringify({ action: 'restart' }),
     });
     expect(res.status).toBe(404);
@@ -283,10 +237,11 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
   // Last: it stops svcd.
   it('says the node is offline when its svcd is gone', async () => {
     const page = await signedIn();
-    await page.goto(`${tower.url}/#/attach/${ttyAgent}`);
+    await page.goto(`${stack.tower.url}/#/attach/${ttyAgent}`);
     await page.getByTestId('terminal-status').getByText('Attached to tty on console-node.').waitFor();
     // SIGKILL: what matters here is the console once the node is gone. (svcd's SIGTERM stop
     // takes ~1 min after its worker has run tasks: reported, not this test's subject.)
+    const svcd = stack.svcd as Proc;
     svcd.kill('SIGKILL');
     await svcd.exited;
     // The session ends with whatever svcd said last (its stop, or the agent's exit).

@@ -2,26 +2,15 @@
 // consumers on its /events and /events/ws, the tower stopped and started again under it, the
 // node's rate limit spent, and messages published on the real Mosquitto with mosquitto_pub.
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { mgmtCall } from '../../src/cli/mgmt-client.js';
 import { type OpenStream, openStream, type Received } from '../support/feed-stream.js';
+import { startNodeStack } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
-import {
-  isolatedEnv,
-  type Proc,
-  run,
-  SVC_BIN,
-  SVCD_BIN,
-  spawnProc,
-  startTowerProc,
-  stopAll,
-  type TowerProc,
-} from '../support/procs.js';
-import { makeTempDir } from '../support/tmp.js';
+import { type Proc, SVCD_BIN, spawnProc, startTowerProc, stopAll, type TowerProc } from '../support/procs.js';
 
 const execFileP = promisify(execFile);
 
@@ -37,34 +26,34 @@ interface FanoutStatus {
 
 /** A tower, a registered node and its svcd with the fan-out on 127.0.0.1:0. */
 async function startNode(name: string, towerArgs: string[], fanoutToml: string) {
-  const tmp = makeTempDir(`svc-e2e-fanout-${name}-`);
-  const env = isolatedEnv(tmp.dir);
-  const home = env.SVC_HOME as string;
-  mkdirSync(join(home, 'svcd'), { recursive: true, mode: 0o700 });
-  const tower = await startTowerProc(env, towerArgs);
-  const cli = { ...env, SVC_BASE_URL: tower.url };
-  const reg = await run(SVC_BIN, ['agent', 'node', 'register', '--hostname', `fanout-${name}`], cli);
-  expect(reg.code, reg.stderr).toBe(0);
-  writeFileSync(
-    join(home, 'svcd', 'config.toml'),
-    `[fanout]\nenable = true\nlisten = "127.0.0.1:0"\n${fanoutToml}`,
-  );
-  const svcd = spawnProc(SVCD_BIN, ['run', '--backend-url', tower.url], env);
-  const mgmt = join(home, 'svcd', 'mgmt.sock');
-  const status = () => mgmtCall<FanoutStatus>(mgmt, 'fanout.status');
+  const stack = await startNodeStack({
+    name: `fanout-${name}`,
+    hostname: `fanout-${name}`,
+    towerArgs,
+    svcdFiles: { 'config.toml': `[fanout]\nenable = true\nlisten = "127.0.0.1:0"\n${fanoutToml}` },
+  });
+  const status = () => mgmtCall<FanoutStatus>(stack.mgmtSock, 'fanout.status');
   const first = await waitFor(
     'svcd fan-out to follow the tower',
     async () => {
-      if (svcd.child.exitCode !== null) throw new Error(`svcd exited: ${svcd.stderr()}`);
       const s = await status();
       return s.upstream.state === 'up' ? s : null;
     },
     { timeoutMs: 30_000 },
   );
-  const admin = readFileSync(join(home, 'tower', 'admin.token'), 'utf8').trim();
-  const jwt = (JSON.parse(readFileSync(env.SVC_NODE_FILE as string, 'utf8')) as { jwt: string }).jwt;
   const token = readFileSync(first.token_file as string, 'utf8').trim();
-  return { tmp, env, home, tower, svcd, status, admin, jwt, token, listen: first.listen };
+  return {
+    tmp: stack.tmp,
+    env: stack.env,
+    home: stack.home,
+    tower: stack.tower,
+    svcd: stack.svcd as Proc,
+    status,
+    admin: stack.adminToken,
+    jwt: stack.node.jwt,
+    token,
+    listen: first.listen,
+  };
 }
 
 async function createDomain(towerUrl: string, admin: string, name: string): Promise<string> {

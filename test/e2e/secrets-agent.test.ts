@@ -9,19 +9,9 @@ import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerReply } from '../../src/protocol/secrets-socket.js';
+import { type NodeStack, startNodeStack } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
-import {
-  isolatedEnv,
-  type Proc,
-  run,
-  SVC_BIN,
-  SVCD_BIN,
-  spawnProc,
-  startTowerProc,
-  stopAll,
-  type TowerProc,
-} from '../support/procs.js';
-import { makeTempDir } from '../support/tmp.js';
+import { type Proc, SVCD_BIN } from '../support/procs.js';
 import { captureFeed, type FeedCapture } from './feed-capture.js';
 
 const VALUE = 'agent-e2e-secret-value-5b7d9f1a3c';
@@ -69,70 +59,53 @@ function ask(path: string, session: string, name: string): Promise<BrokerReply> 
 const codeOf = (r: BrokerReply) => (r.ok ? 'ok' : r.error.code);
 
 describe('an agent started by svcd reads its secrets', () => {
-  const tmp = makeTempDir('svc-e2e-sa-');
-  const home = join(tmp.dir, 'home');
-  const out = join(tmp.dir, 'out');
-  const env = isolatedEnv(tmp.dir);
-  let tower: TowerProc;
-  let svcd: Proc;
+  let stack: NodeStack;
+  let home: string;
+  let out: string;
   let agentId: string;
   let domainId: string;
-  let cli: NodeJS.ProcessEnv;
   let feed: FeedCapture;
 
-  const svc = async (args: string[], input?: string) => {
-    const r = await run(SVC_BIN, args, cli, input);
-    if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
-    return r.stdout;
-  };
+  const svc = (args: string[], input?: string) => stack.svc(args, input);
 
   beforeAll(async () => {
-    for (const d of [home, out, env.HOME as string]) mkdirSync(d, { recursive: true, mode: 0o700 });
-    tower = await startTowerProc(env);
-    feed = captureFeed(tower.url, readFileSync(join(home, 'tower', 'admin.token'), 'utf8').trim());
-    cli = { ...env, SVC_BASE_URL: tower.url };
-    domainId = (JSON.parse(await svc(['--json', 'domain', 'create', 'ops'])) as { id: string }).id;
-    await svc(['agent', 'node', 'register', '--hostname', 'e2e-node']);
-    const node = JSON.parse(readFileSync(env.SVC_NODE_FILE as string, 'utf8')) as { jwt: string };
-    const enrolled = await fetch(`${tower.url}/agents`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${node.jwt}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ domain_id: domainId, runtime: 'alpha_code', name: 'reader' }),
-    });
-    expect(enrolled.status).toBe(201);
-    agentId = ((await enrolled.json()) as { id: string }).id;
+    stack = await startNodeStack({
+      name: 'sa',
+      hostname: 'e2e-node',
+      svcd: { args: ['--log-level', 'debug'] },
+      beforeSvcd: async (s) => {
+        home = s.home;
+        out = join(s.tmp.dir, 'out');
+        mkdirSync(out, { recursive: true, mode: 0o700 });
+        feed = captureFeed(s.tower.url, s.adminToken);
+        domainId = (JSON.parse(await s.svc(['--json', 'domain', 'create', 'ops'])) as { id: string }).id;
+        agentId = await s.enrol(domainId, 'reader');
 
-    await svc(['secret', 'set', 'DEPLOY_KEY', '--domain', domainId], `${VALUE}\n`);
-    await svc(['secret', 'set', 'OTHER_KEY', '--domain', domainId], OTHER);
-    await svc(['secret', 'grant', 'DEPLOY_KEY', '--domain', domainId, '--agent', agentId]);
+        await s.svc(['secret', 'set', 'DEPLOY_KEY', '--domain', domainId], `${VALUE}\n`);
+        await s.svc(['secret', 'set', 'OTHER_KEY', '--domain', domainId], OTHER);
+        await s.svc(['secret', 'grant', 'DEPLOY_KEY', '--domain', domainId, '--agent', agentId]);
 
-    writeFileSync(join(tmp.dir, 'raw.cjs'), RAW_CLIENT);
-    const script = [
-      `node ${SVCD_BIN} get-secret DEPLOY_KEY --raw | sha256sum | cut -d' ' -f1 > "$OUT/cli.sha"`,
-      `node "$OUT/../raw.cjs" DEPLOY_KEY > "$OUT/raw.sha"`,
-      `node ${SVCD_BIN} get-secret OTHER_KEY > "$OUT/other.out" 2> "$OUT/other.err"; echo $? > "$OUT/other.code"`,
-      `printf %s "$SVC_SECRETS_SESSION" > "$OUT/session.tmp" && mv "$OUT/session.tmp" "$OUT/session"`,
-      'exec sleep 600',
-    ].join('\n');
-    mkdirSync(join(home, 'svcd'), { recursive: true, mode: 0o700 });
-    writeFileSync(
-      join(home, 'svcd', 'agents.toml'),
-      `[[agent]]\nid = "${agentId}"\nruntime = "alpha_code"\nsupervise = true\ncommand = ["sh", "-c", ${JSON.stringify(script)}]\nenv = { OUT = "${out}" }\n`,
-    );
-    svcd = spawnProc(SVCD_BIN, ['run', '--backend-url', tower.url, '--log-level', 'debug'], env);
-    await waitFor(
-      'the agent to have read its secrets',
-      () => {
-        if (svcd.child.exitCode !== null) throw new Error(`svcd exited: ${svcd.stderr()}`);
-        return existsSync(join(out, 'session'));
+        writeFileSync(join(s.tmp.dir, 'raw.cjs'), RAW_CLIENT);
+        const script = [
+          `node ${SVCD_BIN} get-secret DEPLOY_KEY --raw | sha256sum | cut -d' ' -f1 > "$OUT/cli.sha"`,
+          `node "$OUT/../raw.cjs" DEPLOY_KEY > "$OUT/raw.sha"`,
+          `node ${SVCD_BIN} get-secret OTHER_KEY > "$OUT/other.out" 2> "$OUT/other.err"; echo $? > "$OUT/other.code"`,
+          `printf %s "$SVC_SECRETS_SESSION" > "$OUT/session.tmp" && mv "$OUT/session.tmp" "$OUT/session"`,
+          'exec sleep 600',
+        ].join('\n');
+        writeFileSync(
+          join(home, 'svcd', 'agents.toml'),
+          `[[agent]]\nid = "${agentId}"\nruntime = "alpha_code"\nsupervise = true\ncommand = ["sh", "-c", ${JSON.stringify(script)}]\nenv = { OUT = "${out}" }\n`,
+        );
       },
-      { timeoutMs: 90_000 },
-    );
+    });
+    await waitFor('the agent to have read its secrets', () => existsSync(join(out, 'session')), {
+      timeoutMs: 90_000,
+    });
   });
   afterAll(async () => {
     await feed?.stop();
-    await stopAll();
-    tmp.remove();
+    await stack?.stop();
   });
 
   it('keeps a control channel to the tower (daemon status, node online)', async () => {
@@ -141,7 +114,7 @@ describe('an agent started by svcd reads its secrets', () => {
       return st.tower.connected;
     });
     const admin = readFileSync(join(home, 'tower', 'admin.token'), 'utf8').trim();
-    const res = await fetch(`${tower.url}/nodes`, { headers: { authorization: `Bearer ${admin}` } });
+    const res = await fetch(`${stack.tower.url}/nodes`, { headers: { authorization: `Bearer ${admin}` } });
     const nodes = (await res.json()) as { items: { online: boolean }[] };
     expect(nodes.items.some((n) => n.online)).toBe(true);
   });
@@ -208,6 +181,8 @@ describe('an agent started by svcd reads its secrets', () => {
 
   it('leaves neither value anywhere: SVC_HOME, tower database, logs, feed, svcd environment', async () => {
     await waitFor('the feed to carry the fetches', () => feed.text().includes('"fetch_refused"'));
+    const { tower } = stack;
+    const svcd = stack.svcd as Proc;
     const files = listFiles(home);
     for (const must of [
       join('tower', 'tower.db'),
