@@ -82,6 +82,16 @@ describe('loadSchemaPack', () => {
     expect(() => invalid.pack.check('send_inbox', { agent_id: 5 })).toThrow();
   });
 
+  it('without a file enforces the embedded pack, compiled at its first check', async () => {
+    const loaded = await loadSchemaPack(undefined, log);
+    expect(loaded.error).toBeNull();
+    expect(loaded.pack.source).toBe('embedded');
+    expect(errorOf(() => loaded.pack.check('claim_mesh_task', { agent_id: 5 })).errors?.[0]?.field).toBe(
+      'args/agent_id',
+    );
+    expect(errorOf(() => loaded.pack.check('nope', {})).code).toBe('not_found');
+  });
+
   it('uses a valid file', async () => {
     const good = join(tmp.dir, 'good.json');
     writeFileSync(good, JSON.stringify({ tools: { send_inbox: { type: 'object' } } }));

@@ -2,15 +2,29 @@
 // enforced by the tower's /mcp/call and, before any HTTP request, by svcd. One format, one
 // parser and one compiler for both; reading the file (SVC_SCHEMA_PACK_FILE) is the caller's.
 import { readFile } from 'node:fs/promises';
-import AjvModule from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import { createRequire } from 'node:module';
+import type AjvModule from 'ajv';
+import type addFormatsModule from 'ajv-formats';
 import { SvcError } from './errors.js';
 import { fieldErrors } from './field-errors.js';
 import { isMcpToolName, MCP_TOOL_ARGS, MCP_TOOLS, type McpToolName } from './mcp-tools.js';
 
-// ajv and ajv-formats are CommonJS with default exports.
-const Ajv = AjvModule.default ?? AjvModule;
-const addFormats = addFormatsModule.default ?? addFormatsModule;
+/**
+ * A new Ajv with the formats. ajv and ajv-formats are CommonJS (default exports), required on
+ * first use: svcd compiles the embedded pack only at its first MCP call, and an idle svcd does
+ * not carry them (BENCHMARKS.md "daemon").
+ */
+function newAjv(): AjvModule.default {
+  const require = createRequire(import.meta.url);
+  const ajvModule = require('ajv') as typeof AjvModule;
+  const formatsModule = require('ajv-formats') as typeof addFormatsModule;
+  const Ajv = ajvModule.default ?? ajvModule;
+  const addFormats = formatsModule.default ?? formatsModule;
+  // Strict like request bodies: no coercion, unknown fields are errors (per the schema).
+  const ajv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, strict: false });
+  addFormats(ajv);
+  return ajv;
+}
 
 export interface SchemaPack {
   /** The file it came from, or "embedded". */
@@ -79,9 +93,7 @@ export interface CompiledSchemaPack {
 
 /** Compiles every schema of the pack with Ajv; throws naming the tool whose schema is invalid. */
 export function compileSchemaPack(pack: SchemaPack): CompiledSchemaPack {
-  // Strict like request bodies: no coercion, unknown fields are errors (per the schema).
-  const ajv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, strict: false });
-  addFormats(ajv);
+  const ajv = newAjv();
   const validators = new Map<string, Validator>();
   for (const [name, schema] of Object.entries(pack.tools)) {
     try {
@@ -134,7 +146,7 @@ export async function loadSchemaPack(
   file: string | undefined,
   log: { info(o: object, msg: string): void; error(o: object, msg: string): void },
 ): Promise<LoadedSchemaPack> {
-  if (!file) return { pack: compileSchemaPack(embeddedSchemaPack()), error: null };
+  if (!file) return { pack: compiledOnFirstCheck(embeddedSchemaPack()), error: null };
   try {
     const pack = compileSchemaPack(parseSchemaPack(await readFile(file, 'utf8'), file));
     log.info({ file, overridden: pack.pack.overridden }, 'schema pack loaded');
@@ -143,6 +155,24 @@ export async function loadSchemaPack(
     const message = (e as Error).message;
     const error = message.startsWith('schema pack') ? message : `schema pack ${file}: ${message}`;
     log.error({ file, error }, 'invalid schema pack; using the embedded defaults');
-    return { pack: compileSchemaPack(embeddedSchemaPack()), error };
+    return { pack: compiledOnFirstCheck(embeddedSchemaPack()), error };
   }
+}
+
+/**
+ * The embedded pack, compiled at its first check rather than at start (its schemas are ours and
+ * compile: schema-pack.test.ts). A file's pack is compiled at once, so a bad one is reported at
+ * start.
+ */
+function compiledOnFirstCheck(pack: SchemaPack): CompiledSchemaPack {
+  let compiled: CompiledSchemaPack | null = null;
+  return {
+    source: pack.source,
+    pack,
+    check(tool, args): asserts tool is McpToolName {
+      const c: CompiledSchemaPack = compiled ?? compileSchemaPack(pack);
+      compiled = c;
+      c.check(tool, args);
+    },
+  };
 }

@@ -3,11 +3,14 @@
 // error and discarded without buffering it. Components register methods; params are
 // validated against each method's schema before its handler runs.
 
+import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import type { TSchema } from '@sinclair/typebox';
-import AjvModule from 'ajv';
+import type AjvModule from 'ajv';
+import type { ErrorObject } from 'ajv';
 import { type JSONRPCRequest, JSONRPCServer } from 'json-rpc-2.0';
 import type { Logger } from '../../lib/log.js';
+import { Empty } from '../../protocol/common.js';
 import { isSvcError, SvcError } from '../../protocol/errors.js';
 import {
   errorFromRpc,
@@ -20,16 +23,48 @@ import {
 import type { CallContext, MethodHandler, MethodRegistry } from '../context.js';
 import { listenUnix, type UnixListener } from '../sockets.js';
 
-const Ajv = AjvModule.default ?? AjvModule;
+type Ajv = AjvModule.default;
+/** The first error of a params check, or null when the params are valid. */
+type Check = (params: unknown) => Pick<ErrorObject, 'keyword' | 'instancePath' | 'params' | 'message'> | null;
+
+/**
+ * Ajv, loaded and compiling a method's schema at that method's first call, not at start: an idle
+ * daemon is called a few methods only, and Ajv with every compiled validator was ≈1 MiB of its
+ * heap (BENCHMARKS.md "daemon"). Ajv is CommonJS, so a synchronous require does it.
+ */
+let ajv: Ajv | null = null;
+function compile(schema: TSchema): Check {
+  if (!ajv) {
+    let mod: typeof AjvModule;
+    try {
+      mod = createRequire(import.meta.url)('ajv') as typeof AjvModule;
+    } catch (e) {
+      throw new SvcError('internal', `cannot load the params validator (ajv): ${(e as Error).message}`);
+    }
+    const Ctor = mod.default ?? mod;
+    ajv = new Ctor({ useDefaults: true, removeAdditional: false, strict: false, allErrors: false });
+  }
+  const validate = ajv.compile(schema);
+  return (p) =>
+    validate(p) ? null : (validate.errors?.[0] ?? { keyword: '', instancePath: '', params: {} });
+}
+
+/** `Empty` (no params), the schema of most methods, checked as Ajv would without Ajv. */
+const checkEmpty: Check = (p) => {
+  if (typeof p !== 'object' || p === null || Array.isArray(p))
+    return { keyword: 'type', instancePath: '', params: { type: 'object' }, message: 'must be object' };
+  for (const key in p)
+    return {
+      keyword: 'additionalProperties',
+      instancePath: '',
+      params: { additionalProperty: key },
+      message: 'must NOT have additional properties',
+    };
+  return null;
+};
 
 export class MgmtServer implements MethodRegistry {
   private readonly rpc = new JSONRPCServer<CallContext>({ errorListener: () => {} });
-  private readonly ajv = new Ajv({
-    useDefaults: true,
-    removeAdditional: false,
-    strict: false,
-    allErrors: false,
-  });
   private listener: UnixListener | null = null;
 
   constructor(private readonly log: Logger) {
@@ -42,16 +77,17 @@ export class MgmtServer implements MethodRegistry {
 
   register(name: string, handler: MethodHandler, schema?: TSchema): void {
     if (this.rpc.hasMethod(name)) throw new Error(`mgmt method ${name} registered twice`);
-    const validate = schema ? this.ajv.compile(schema) : null;
+    let check: Check | null = schema === Empty ? checkEmpty : null;
     this.rpc.addMethod(name, async (params: unknown, call: CallContext) => {
       const p = params ?? {};
-      if (validate && !validate(p)) {
-        const e = validate.errors?.[0];
-        const field = `params${e?.instancePath ?? ''}`;
+      if (schema && !check) check = compile(schema);
+      const e = check?.(p);
+      if (e) {
+        const field = `params${e.instancePath}`;
         const message =
-          e?.keyword === 'additionalProperties'
+          e.keyword === 'additionalProperties'
             ? `unknown field ${String(e.params.additionalProperty)}`
-            : (e?.message ?? 'invalid');
+            : (e.message ?? 'invalid');
         throw new SvcError('validation_failed', `${field}: ${message}`, { errors: [{ field, message }] });
       }
       return (await handler(p, call)) ?? null;
