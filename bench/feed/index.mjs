@@ -25,6 +25,8 @@ const ratesFor = (n) =>
 /** Peers alternate within each round, so load from elsewhere on the machine hits both alike. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_DURATION ?? 5);
+/** Seconds of publishing at the first rate after connecting, before the measured steps. */
+const WARMUP = Number(process.env.BENCH_FEED_WARMUP ?? 2);
 const PEERS = (process.env.BENCH_FEED_PEERS ?? 'svc,socket.io').split(',');
 const HERE = join(ROOT, 'bench/feed');
 const PAD = 'p'.repeat(48);
@@ -187,14 +189,14 @@ function clientsFor(kind, url, token, n) {
   return { child, ask };
 }
 
-/** Publishes at `rate` events/s for SECONDS; returns how many were sent and when it began. */
-async function publishAt(p, rate) {
+/** Publishes at `rate` events/s for `seconds`; returns how many were sent and when it began. */
+async function publishAt(p, rate, seconds = SECONDS) {
   const start = now();
   let sent = 0;
   let seq = 0;
   for (;;) {
     const elapsed = now() - start;
-    if (elapsed >= SECONDS * 1000) break;
+    if (elapsed >= seconds * 1000) break;
     const due = Math.floor((rate * elapsed) / 1000) - sent;
     if (due > 0) {
       const t = now();
@@ -204,6 +206,21 @@ async function publishAt(p, rate) {
     await sleep(5);
   }
   return { sent, start };
+}
+
+/** Waits until the subscribers got `expected` events, or made no progress for 3 s. */
+async function delivered(c, expected) {
+  let last = -1;
+  let stalledSince = now();
+  for (;;) {
+    const s = await c.ask('stats');
+    if (s.delivered >= expected) return s;
+    if (s.delivered !== last) {
+      last = s.delivered;
+      stalledSince = now();
+    } else if (now() - stalledSince > 3000) return s;
+    await sleep(200);
+  }
 }
 
 async function measure(name, n) {
@@ -216,26 +233,19 @@ async function measure(name, n) {
   const connectS = (now() - t0) / 1000;
   await sleep(3000);
   const rssIdle = rssKiB(p.pid);
+  // Warm-up, not counted: both servers (and the subscribers) run their delivery path a while
+  // at the first rate before anything is measured, so no row pays for first-run compilation.
+  if (WARMUP > 0) {
+    const { sent } = await publishAt(p, ratesFor(n)[0], WARMUP);
+    await delivered(c, (sent - (await p.settle())) * n);
+  }
   const rows = [];
   for (const rate of ratesFor(n)) {
     await c.ask('reset');
     const cpu0 = [cpuMs(p.pid), cpuMs(c.child.pid)];
     const { sent, start } = await publishAt(p, rate);
     const failed = await p.settle();
-    const expected = (sent - failed) * n;
-    // Wait for delivery to finish: everything arrived, or no progress for 3 s.
-    let last = -1;
-    let stalledSince = now();
-    let s;
-    for (;;) {
-      s = await c.ask('stats');
-      if (s.delivered >= expected) break;
-      if (s.delivered !== last) {
-        last = s.delivered;
-        stalledSince = now();
-      } else if (now() - stalledSince > 3000) break;
-      await sleep(200);
-    }
+    const s = await delivered(c, (sent - failed) * n);
     const span = (s.lastAt - start) / 1000;
     const wall = (now() - start) / 1000;
     const cpu = [cpuMs(p.pid) - cpu0[0], cpuMs(c.child.pid) - cpu0[1]];
@@ -404,14 +414,16 @@ writeSection(
 \`npm run bench -- feed\` on ${machine()}. One tower process (SQLite, rate limits on so every
 event carries its \`rate_limit\` block), subscribers in a second process on the same machine
 (the sampled ones \`node:http\` SSE readers for svc, \`socket.io-client\` for socket.io), each rate held for
-${SECONDS} s; figures are medians of ${roundsText}, the peers alternating within each
+${SECONDS} s after a ${WARMUP} s warm-up at the first rate that is not counted; figures are medians of ${roundsText}, the peers alternating within each
 round. The machine is shared: the 1-minute load average was between ${Math.min(...load).toFixed(1)} and ${Math.max(...load).toFixed(1)}, so absolute figures move between runs; compare the peers within one run. socket.io 4 as BENCHMARKING.md recommends: websocket transport only,
 \`perMessageDeflate: false\`, \`io.emit\` per event. Both move the same envelope (${MESSAGE_BYTES} bytes of
 JSON per event). Publish on svc is \`POST /nodes/events\` (a committed write through the event
 log, then the hub's fan-out); on socket.io an emit to the server. Latency is publisher
-timestamp → subscriber receive, sampled on the first 100 subscribers (full clients that parse
-every event); the others only count events in the bytes they receive, so the subscribers'
-process costs little beside the server. Delivered events/s counts every subscriber's
+timestamp (taken in the bench process before the publish is sent) → subscriber receive,
+sampled on 100 subscribers spread evenly over the connection order (every n/100-th: both
+servers write to their streams in about that order, so the first ones would see only the
+start of each fan-out), full clients that parse every event; the others only count events
+in the bytes they receive, so the subscribers' process costs little beside the server. Delivered events/s counts every subscriber's
 deliveries from the first publish to the last receive. CPU % is the share of one core each
 process used over the step (user + system time from /proc), and server CPU µs per delivery
 is the server's CPU time over the events it delivered: unlike latency, load from other
@@ -431,8 +443,12 @@ Latency only means something when the server and the subscribers get the CPU the
 Both peers fall behind once they share what the other processes on this machine leave of its
 2 cores: latency then measures the backlog, not the server (compare the CPU % columns with
 100 % of a core, and the load average above). svc spends its CPU on one write per stream per
-read of the log, with the bytes of a pass shared by every stream that gets the same events,
-so it costs less CPU per delivered event than socket.io (one write per event per socket) and
-moves more events per second as the load grows.
+read of the log (one HTTP chunk straight to the socket, the same Buffer for every stream that
+gets the same events), so it costs less CPU per delivered event than socket.io (one write per
+event per socket) and moves more events per second as the load grows. The price is a wait:
+the tower reads the log at once after a quiet spell, and under a stream of events spaces its
+reads by twice the CPU time the last pass took (at least 10 ms, at most 100 ms), so at
+1 000 subscribers an event's latency is mostly that wait plus one pass of 1 000 socket writes
+(each a few µs of kernel time on this machine).
 `,
 );
