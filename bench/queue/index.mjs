@@ -305,7 +305,15 @@ async function runGraphile(batch) {
 async function runPgBoss() {
   const { default: PgBoss } = await import('pg-boss');
   const schema = `bq_pb_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
-  const boss = new PgBoss({ connectionString: PG, schema, max: C + 4, supervise: false, schedule: false });
+  // pg-boss names its connections itself; ours lets the CPU count find them.
+  const boss = new PgBoss({
+    connectionString: PG,
+    schema,
+    max: C + 4,
+    supervise: false,
+    schedule: false,
+    application_name: APP,
+  });
   boss.on('error', () => {});
   await boss.start();
   try {
@@ -494,6 +502,14 @@ ${lat.join('\n')}
 ${verdict}
 
 ${loadNote}
+
+Where the time goes (from profiles and \`pg_stat_activity\` sampling, not this run's figures): per
+task svc updates the task row twice and appends two \`matrix\` events that the feed's sequencer
+then numbers (an UPDATE of each event row, so another heap tuple and three index entries per
+event), where graphile-worker updates one row and deletes it. With one task per call the
+PostgreSQL side is per-statement overhead (plan, executor start of a five-CTE statement,
+commit); batched it is the rows. The HTTP path adds about 0.25–0.3 ms of tower CPU per request
+(routing, JWT, argument validation, JSON) on top of the queue layer.
 `,
 );
 process.exit(0);

@@ -101,13 +101,7 @@ beforeAll(async () => {
       ({ tower, cli, adminToken } = s);
       nodeId = s.node.node_id;
       domainId = (JSON.parse(await svc(['--json', 'domain', 'create', 'ops'])) as { id: string }).id;
-      const enrolled = await fetch(`${tower.url}/agents`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${s.node.jwt}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ domain_id: domainId, runtime: 'alpha_code', name: 'tty' }),
-      });
-      expect(enrolled.status).toBe(201);
-      agentId = ((await enrolled.json()) as { id: string }).id;
+      agentId = await s.enrol(domainId, 'tty');
       writeFileSync(
         join(s.home, 'svcd', 'agents.toml'),
         `[[agent]]\nid = "${agentId}"\nruntime = "alpha_code"\nsupervise = true\npty = true\ncommand = ["node", ${JSON.stringify(SVCD_BIN)}, "reference-agent", "--interactive"]\n`,

@@ -48,18 +48,8 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
       hostname: 'console-node',
       svcd: { args: ['--log-level', 'warn'] },
       beforeSvcd: async (s) => {
-        domainId = (JSON.parse(await s.svc(['--json', 'domain', 'create', 'ops'])) as { id: string }).id;
-        missionId = (
-          JSON.parse(await s.svc(['--json', 'mission', 'create', 'console', '--domain', domainId])) as {
-            id: string;
-          }
-        ).id;
-        const enrolled = await fetch(`${s.tower.url}/agents`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${s.node.jwt}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ domain_id: domainId, runtime: 'alpha_code', name: 'tty' }),
-        });
-        ttyAgent = ((await enrolled.json()) as { id: string }).id;
+        ({ domainId, missionId } = await s.mission('ops', 'console'));
+        ttyAgent = await s.enrol(domainId, 'tty');
         writeFileSync(
           join(s.home, 'svcd', 'agents.toml'),
           `[[agent]]\nid = "${ttyAgent}"\nruntime = "alpha_code"\nsupervise = true\npty = true\ncommand = ["node", ${JSON.stringify(SVCD_BIN)}, "reference-agent", "--interactive"]\n`,

@@ -1,10 +1,12 @@
 // mgmt.sock events.subscribe and `svc daemon events` with a real tower and svcd: the tower's
 // events reach a local subscriber through svcd's fan-out, filtered, resumable by id, until
-// the subscriber unsubscribes.
+// the subscriber unsubscribes. And svcd answers every mgmt.sock method DESIGN §4 names.
+import { createConnection } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MgmtClient } from '../../src/cli/mgmt-client.js';
 import type { FeedEvent } from '../../src/protocol/events.js';
 import type { EventsNotification, EventsSubscribeResult } from '../../src/protocol/local-feed.js';
+import { JSONRPC_METHOD_NOT_FOUND } from '../../src/protocol/mgmt.js';
 import { type NodeStack, startNodeStack } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
 import { run, SVC_BIN } from '../support/procs.js';
@@ -94,4 +96,53 @@ describe('events.subscribe through svcd, with a real tower', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('params/last_event_id');
   });
+
+  it('answers every mgmt.sock method of DESIGN §4 (none is "method not found")', async () => {
+    const methods = [
+      'daemon.status',
+      ...['list', 'status', 'start', 'stop', 'restart', 'signal', 'pause', 'resume', 'enroll'].map(
+        (v) => `agent.${v}`,
+      ),
+      ...['list', 'describe', 'history', 'reload', 'gc'].map((v) => `cron.${v}`),
+      ...['start', 'stop', 'status'].map((v) => `worker.${v}`),
+      'attach.list',
+      'events.subscribe',
+      'mcp.call',
+    ];
+    // An unknown field: methods with a params schema refuse it before doing anything.
+    const replies = await rawCalls(
+      stack.mgmtSock,
+      methods.map((method, i) => ({ jsonrpc: '2.0', id: i, method, params: { bogus: 1 } })),
+    );
+    const notFound = methods.filter((_, i) => replies.get(i)?.error?.code === JSONRPC_METHOD_NOT_FOUND);
+    expect(notFound).toEqual([]);
+    expect(replies.size).toBe(methods.length);
+  });
 });
+
+/** Sends each request on one connection; the replies by id (raw, with their JSON-RPC codes). */
+async function rawCalls(
+  path: string,
+  requests: { id: number }[],
+): Promise<Map<number, { error?: { code: number } }>> {
+  const replies = new Map<number, { error?: { code: number } }>();
+  const socket = createConnection(path);
+  let buf = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (d: string) => {
+    buf += d;
+    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+      const msg = JSON.parse(buf.slice(0, nl)) as { id?: number; error?: { code: number } };
+      buf = buf.slice(nl + 1);
+      if (typeof msg.id === 'number') replies.set(msg.id, msg);
+    }
+  });
+  await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  socket.write(requests.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  try {
+    await waitFor('every reply', () => replies.size === requests.length);
+  } finally {
+    socket.destroy();
+  }
+  return replies;
+}

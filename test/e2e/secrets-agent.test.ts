@@ -79,13 +79,7 @@ describe('an agent started by svcd reads its secrets', () => {
         mkdirSync(out, { recursive: true, mode: 0o700 });
         feed = captureFeed(s.tower.url, s.adminToken);
         domainId = (JSON.parse(await s.svc(['--json', 'domain', 'create', 'ops'])) as { id: string }).id;
-        const enrolled = await fetch(`${s.tower.url}/agents`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${s.node.jwt}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ domain_id: domainId, runtime: 'alpha_code', name: 'reader' }),
-        });
-        expect(enrolled.status).toBe(201);
-        agentId = ((await enrolled.json()) as { id: string }).id;
+        agentId = await s.enrol(domainId, 'reader');
 
         await s.svc(['secret', 'set', 'DEPLOY_KEY', '--domain', domainId], `${VALUE}\n`);
         await s.svc(['secret', 'set', 'OTHER_KEY', '--domain', domainId], OTHER);

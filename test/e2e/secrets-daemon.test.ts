@@ -1,23 +1,14 @@
 // secrets.sock served by a real svcd process against a real tower: permissions, refusals,
 // fuzzing the running daemon, and the leak check over everything the run leaves behind.
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BROKER_ERROR_CODES, type BrokerReply } from '../../src/protocol/secrets-socket.js';
+import { type NodeStack, startNodeStack } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
-import {
-  type Proc,
-  run,
-  SVC_BIN,
-  SVCD_BIN,
-  spawnProc,
-  startTowerProc,
-  stopAll,
-  type TowerProc,
-} from '../support/procs.js';
-import { makeTempDir } from '../support/tmp.js';
+import { type Proc, run, SVCD_BIN, type TowerProc } from '../support/procs.js';
 import { captureFeed, type FeedCapture } from './feed-capture.js';
 
 const VALUE = 'daemon-e2e-secret-3c5e7a9b1d';
@@ -52,8 +43,8 @@ const codeOf = (text: string) => {
 };
 
 describe('secrets.sock in a running svcd', () => {
-  const home = makeTempDir('svc-e2e-sd-');
-  const env = { SVC_HOME: home.dir, SVC_NODE_FILE: join(home.dir, 'node.json') };
+  let stack: NodeStack;
+  let home: string;
   let tower: TowerProc;
   let svcd: Proc;
   let sock: string;
@@ -61,50 +52,28 @@ describe('secrets.sock in a running svcd', () => {
   let feed: FeedCapture;
 
   beforeAll(async () => {
-    tower = await startTowerProc(env);
-    feed = captureFeed(tower.url, readFileSync(join(home.dir, 'tower', 'admin.token'), 'utf8').trim());
-    const cli = { ...env, SVC_BASE_URL: tower.url };
-    const dom = await run(SVC_BIN, ['--json', 'domain', 'create', 'ops'], cli);
-    domainId = (JSON.parse(dom.stdout) as { id: string }).id;
-    const admin = readFileSync(join(home.dir, 'tower', 'admin.token'), 'utf8').trim();
-    const node = (await (
-      await fetch(`${tower.url}/nodes`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ hostname: 'e2e-node' }),
-      })
-    ).json()) as { id: string; hostname: string; jwt: string };
-    writeFileSync(
-      env.SVC_NODE_FILE,
-      JSON.stringify({ node_id: node.id, hostname: node.hostname, backend_url: tower.url, jwt: node.jwt }),
-      { mode: 0o600 },
-    );
-    const set = await run(SVC_BIN, ['secret', 'set', 'DEPLOY_KEY', '--domain', domainId], cli, `${VALUE}\n`);
-    expect(set.code, set.stderr).toBe(0);
-    expect(
-      (await run(SVC_BIN, ['secret', 'grant', 'DEPLOY_KEY', '--domain', domainId, '--agent', 'agt_x'], cli))
-        .code,
-    ).toBe(0);
-
-    svcd = spawnProc(SVCD_BIN, ['run', '--backend-url', tower.url, '--log-level', 'debug'], env);
-    sock = join(home.dir, 'svcd', 'secrets.sock');
-    await waitFor('svcd to serve secrets.sock', async () => {
-      if (svcd.child.exitCode !== null) throw new Error(`svcd exited: ${svcd.stderr()}`);
-      try {
-        return statSync(sock).isSocket() && /svcd running/.test(svcd.stdout());
-      } catch {
-        return false;
-      }
+    stack = await startNodeStack({
+      name: 'sd',
+      hostname: 'e2e-node',
+      svcd: { args: ['--log-level', 'debug'] },
+      beforeSvcd: async (s) => {
+        feed = captureFeed(s.tower.url, s.adminToken);
+        domainId = (JSON.parse(await s.svc(['--json', 'domain', 'create', 'ops'])) as { id: string }).id;
+        await s.svc(['secret', 'set', 'DEPLOY_KEY', '--domain', domainId], `${VALUE}\n`);
+        await s.svc(['secret', 'grant', 'DEPLOY_KEY', '--domain', domainId, '--agent', 'agt_x']);
+      },
     });
+    ({ home, tower } = stack);
+    svcd = stack.svcd as Proc;
+    sock = join(home, 'svcd', 'secrets.sock');
   });
   afterAll(async () => {
-    await feed.stop();
-    await stopAll();
-    home.remove();
+    await feed?.stop();
+    await stack?.stop();
   });
 
   it('creates secrets.sock 0600 in a 0700 directory', () => {
-    expect((statSync(join(home.dir, 'svcd')).mode & 0o777).toString(8)).toBe('700');
+    expect((statSync(join(home, 'svcd')).mode & 0o777).toString(8)).toBe('700');
     expect((statSync(sock).mode & 0o777).toString(8)).toBe('600');
   });
 
@@ -151,7 +120,7 @@ describe('secrets.sock in a running svcd', () => {
   it('leaves the value nowhere: files under SVC_HOME, tower database, logs, feed, svcd environment', async () => {
     await waitFor('the feed to carry the grant', () => feed.text().includes('"granted"'));
     expect(feed.text()).not.toContain(VALUE);
-    const files = listFiles(home.dir);
+    const files = listFiles(home);
     expect(files.some((f) => f.endsWith(join('tower', 'tower.db')))).toBe(true);
     expect(files.some((f) => f.endsWith(join('svcd', 'state.db')))).toBe(true);
     for (const f of files) expect(readFileSync(f).includes(Buffer.from(VALUE)), f).toBe(false);

@@ -74,12 +74,7 @@ describe('svc run: the claim loop and ephemeral subagents', () => {
     stack = await startNodeStack({
       name: 'worker',
       beforeSvcd: async (s) => {
-        domainId = (JSON.parse(await s.svc(['--json', 'domain', 'create', 'work'])) as { id: string }).id;
-        missionId = (
-          JSON.parse(await s.svc(['--json', 'mission', 'create', 'm', '--domain', domainId])) as {
-            id: string;
-          }
-        ).id;
+        ({ domainId, missionId } = await s.mission('work', 'm'));
       },
     });
   });

@@ -51,6 +51,10 @@ export interface NodeStack {
   svc(args: string[], input?: string): Promise<string>;
   /** The tower's HTTP API with the admin token. */
   admin(method: string, path: string, body?: unknown): Promise<Response>;
+  /** Enrols an agent of this node (POST /agents with the node JWT); returns its id. */
+  enrol(domainId: string, name: string, runtime?: string): Promise<string>;
+  /** Creates a domain and a mission in it (svc domain/mission create); returns their ids. */
+  mission(domain: string, mission: string): Promise<{ domainId: string; missionId: string }>;
   /** Starts svcd and waits until every component has started and its control channel is up. */
   startSvcd(args?: string[], env?: NodeJS.ProcessEnv): Promise<Proc>;
   stop(): Promise<void>;
@@ -91,6 +95,21 @@ export async function startNodeStack(opts: NodeStackOptions): Promise<NodeStack>
         },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       });
+    },
+    async enrol(domainId, name, runtime = 'alpha_code') {
+      const res = await fetch(`${tower.url}/agents`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${stack.node.jwt}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ domain_id: domainId, runtime, name }),
+      });
+      if (res.status !== 201) throw new Error(`POST /agents answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { id: string }).id;
+    },
+    async mission(domain, mission) {
+      const created = async (args: string[]) =>
+        (JSON.parse(await stack.svc(['--json', ...args])) as { id: string }).id;
+      const domainId = await created(['domain', 'create', domain]);
+      return { domainId, missionId: await created(['mission', 'create', mission, '--domain', domainId]) };
     },
     async startSvcd(args = [], extraEnv = {}) {
       const p = spawnProc(SVCD_BIN, ['run', '--backend-url', tower.url, ...args], { ...env, ...extraEnv });

@@ -89,6 +89,53 @@ describe.each(STORES)('node control channel on %s', (store) => {
     );
   });
 
+  it('sends task_ready again when a task is retried and when its lease expires', async () => {
+    const s = await setup('ctl-again');
+    const c = await connect(s.node.jwt);
+    await waitFor('welcome', () => c.got.find((m) => m.type === 'welcome'));
+    const task = (
+      await t.call('POST', `/work/missions/${s.missionId}/tasks`, { title: 'again', lease_seconds: 10 })
+    ).body as { id: string };
+    const readies = () => c.got.filter((m) => m.type === 'task_ready' && m.task_id === task.id);
+    const claim = async () => {
+      const r = await t.call(
+        'POST',
+        '/mcp/call',
+        { tool: 'claim_mesh_task', args: { agent_id: s.agentId, mission_id: s.missionId } },
+        s.node.jwt,
+      );
+      return r.body.result as { task: { id: string }; lease_id: string };
+    };
+    await waitFor('task_ready when created', () => readies().length === 1);
+
+    const first = await claim();
+    expect(first.task.id).toBe(task.id);
+    await t.call(
+      'POST',
+      '/mcp/call',
+      { tool: 'fail_mesh_task', args: { task_id: task.id, lease_id: first.lease_id, reason: 'flaky' } },
+      s.node.jwt,
+    );
+    expect((await t.call('POST', `/work/tasks/${task.id}/retry`)).status).toBe(200);
+    await waitFor('task_ready when retried', () => readies().length === 2);
+
+    expect((await claim()).task.id).toBe(task.id);
+    await clock.advance(10_000);
+    await waitFor('task_ready when the lease expired', async () => {
+      await clock.advance(1000);
+      return readies().length === 3;
+    });
+    expect(readies()).toEqual(
+      Array.from({ length: 3 }, () => ({
+        type: 'task_ready',
+        task_id: task.id,
+        mission_id: s.missionId,
+        domain_id: s.domainId,
+      })),
+    );
+    c.ws.close();
+  });
+
   it('refuses a channel without a node credential or without a valid hello', async () => {
     const s = await setup('ctl-bad');
     const bad = await connect(s.node.jwt, { hello: { type: 'hello', version: 'x', attach_secret: 'short' } });
