@@ -180,6 +180,18 @@ describe.each(STORES)('auth on %s', (store) => {
     expect(issuer.jwksFetches).toBeGreaterThan(fetchesBefore);
   });
 
+  it('registers nodes with an admin or work:write token only, never with a node credential', async () => {
+    const writer = await token(['work:write']);
+    const byWriter = await t.call('POST', '/nodes', { hostname: `w-${store}` }, writer);
+    expect(byWriter.status).toBe(201);
+    expect(byWriter.body).toMatchObject({ hostname: `w-${store}`, jwt: expect.any(String) });
+    const reader = await token(['feed:read']);
+    const byReader = await t.call('POST', '/nodes', { hostname: `r-${store}` }, reader);
+    expect([byReader.status, byReader.body.code]).toEqual([403, 'forbidden']);
+    const byNode = await t.call('POST', '/nodes', { hostname: `n2-${store}` }, byWriter.body.jwt as string);
+    expect([byNode.status, byNode.body.code]).toEqual([403, 'forbidden']);
+  });
+
   it('registers a node whose JWT authenticates, and rotates it on forced re-registration', async () => {
     const first = await t.call('POST', '/nodes', { hostname: `n-${store}` });
     expect(first.status).toBe(201);

@@ -13,7 +13,10 @@ export class FrameCache {
   private readonly json = new WeakMap<FeedEvent, string>();
   private readonly sse = new WeakMap<FeedEvent, Map<string, string>>();
   private readonly ws = new WeakMap<FeedEvent, Map<string, Buffer>>();
-  private readonly batches = new WeakMap<readonly FeedEvent[], Map<string, Buffer>>();
+  private readonly batches = new WeakMap<
+    readonly FeedEvent[],
+    { raw: Map<string, Buffer>; chunked: Map<string, Buffer> }
+  >();
 
   constructor(
     private readonly deps: {
@@ -86,13 +89,16 @@ export class FrameCache {
    * with the same `block`.
    */
   sseBytes(events: readonly FeedEvent[], block: string | null, chunked: boolean): Buffer {
-    let byKey = this.batches.get(events);
-    if (!byKey) {
-      byKey = new Map();
-      this.batches.set(events, byKey);
+    let made = this.batches.get(events);
+    if (!made) {
+      made = { raw: new Map(), chunked: new Map() };
+      this.batches.set(events, made);
     }
-    const key = `${chunked ? 'c' : 'r'}${block ?? ''}`;
-    let bytes = byKey.get(key);
+    // Keyed by the block string itself: within a millisecond every stream of a principal
+    // passes the same string, whose hash V8 keeps (no key built per stream).
+    const key = block ?? '';
+    const byBlock = chunked ? made.chunked : made.raw;
+    let bytes = byBlock.get(key);
     if (bytes === undefined) {
       if (chunked) bytes = httpChunk(this.sseBytes(events, block, false));
       else {
@@ -100,7 +106,7 @@ export class FrameCache {
         for (const ev of events) text += this.sseFrame(ev, block);
         bytes = Buffer.from(text, 'utf8');
       }
-      byKey.set(key, bytes);
+      byBlock.set(key, bytes);
     }
     return bytes;
   }

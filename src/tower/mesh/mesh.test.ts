@@ -352,6 +352,34 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
     }
   });
 
+  it("lists a mission's tasks by state, a page at a time, and refuses an unknown state", async () => {
+    const d = ((await t.call('POST', '/domains', { name: 'lists' })).body as { id: string }).id;
+    const m = ((await t.call('POST', `/domains/${d}/m`, { name: 'l' })).body as { id: string }).id;
+    const agent = await enroll([], d);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(((await submit({ title: `l${i}` }, m)).body as unknown as Task).id);
+    const c = (await mcp('claim_mesh_task', { agent_id: agent.id, mission_id: m })).body.result as Claim;
+    await mcp('complete_mesh_task', { task_id: c.task.id, lease_id: c.lease_id });
+    await t.call('POST', `/work/tasks/${ids[4]}/cancel`);
+    const list = async (q: string) => (await t.call('GET', `/work/missions/${m}/tasks?${q}`)).body;
+    const idsOf = (b: Record<string, unknown>) => (b.items as Task[]).map((x) => x.id);
+
+    expect(idsOf(await list('state=completed'))).toEqual([c.task.id]);
+    expect(idsOf(await list('state=cancelled'))).toEqual([ids[4]]);
+    const pending = ids.filter((id) => id !== c.task.id && id !== ids[4]);
+    const first = await list('state=pending&limit=2');
+    expect(idsOf(first)).toEqual(pending.slice(0, 2));
+    const second = await list(
+      `state=pending&limit=2&cursor=${encodeURIComponent(String(first.next_cursor))}`,
+    );
+    expect(idsOf(second)).toEqual(pending.slice(2));
+    expect(second.next_cursor).toBeNull();
+    expect(idsOf(await list('limit=500'))).toEqual(ids);
+    const bad = await t.call('GET', `/work/missions/${m}/tasks?state=done`);
+    expect([bad.status, bad.body.code]).toEqual([400, 'validation_failed']);
+    expect((await t.call('GET', '/work/missions/mis_nope/tasks')).status).toBe(404);
+  });
+
   it('cancels once; a cancelled task is not claimable', async () => {
     const agent = await enroll();
     await drain(agent.id);
