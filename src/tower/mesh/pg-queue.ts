@@ -113,18 +113,26 @@ export const MAX_BATCH = 500;
 /** Statements of one kind under way at once (of the pool's connections). */
 export const MAX_IN_FLIGHT = Number(process.env.SVC_MESH_IN_FLIGHT ?? 4);
 
-function leasedText(change: LeasedChange): string {
+function leasedText(change: LeasedChange, single = false): string {
   const from = change.from.map((st) => `'${st}'`).join(', ');
   // $1 task ids, $2 leases, $3 args, $4 visible domains (JSON array text, null: all), $5 now.
   // An expired lease matches nothing here and is refused on the general path (fencing).
   // `cur` locks the rows in id order before the update (two batches touching the same tasks
   // cannot deadlock) and is the row before, for not_found / stale_lease.
+  // `single`: the same for one request, with scalar parameters. PostgreSQL plans the array
+  // form afresh on every execution (its generic plan, costed for 100 array elements, never
+  // beats a custom plan for a few) and planning took longer than executing (0.5 ms against
+  // 0.3 ms); the scalar form keeps its generic plan (0.03 ms). Lone requests are the common
+  // case with one task per call.
+  const reqs = single
+    ? 'select $1::text as id, $2::text as lease, $3::text as arg, $4::text as doms, 1::bigint as ord'
+    : `select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])
+        with ordinality as r(id, lease, arg, doms, ord)`;
   return `with req as (
-      select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])
-        with ordinality as r(id, lease, arg, doms, ord)
+      ${reqs}
     ), cur as (
       select id, state, domain_id, parent_id, lease_id from mesh_tasks
-      where id = any($1::text[]) order by id for update
+      where ${single ? 'id = $1::text' : 'id = any($1::text[])'} order by id for update
     ), changed as (
       update mesh_tasks t set ${change.set}, updated_at = $5
       from req join cur on cur.id = req.id
@@ -158,6 +166,8 @@ export class LeasedBatcher {
   private readonly queue: Pending[] = [];
   private inFlight = 0;
   private readonly text: string;
+  /** The statement for a lone request (scalar parameters, see leasedText). */
+  private readonly single: string;
 
   constructor(
     private readonly write: Write,
@@ -165,6 +175,7 @@ export class LeasedBatcher {
     private readonly change: LeasedChange,
   ) {
     this.text = leasedText(change);
+    this.single = leasedText(change, true);
   }
 
   /**
@@ -225,17 +236,23 @@ export class LeasedBatcher {
     let rows: LeasedRow[];
     try {
       rows = await this.write.statement<LeasedRow>(
-        {
-          name: this.change.name,
-          text: this.text,
-          values: [
-            batch.map((b) => b.taskId),
-            batch.map((b) => b.leaseId),
-            batch.map((b) => b.arg),
-            batch.map((b) => b.domains),
-            iso(nowMs),
-          ],
-        },
+        batch.length === 1
+          ? {
+              name: `${this.change.name}_1`,
+              text: this.single,
+              values: [batch[0]?.taskId, batch[0]?.leaseId, batch[0]?.arg, batch[0]?.domains, iso(nowMs)],
+            }
+          : {
+              name: this.change.name,
+              text: this.text,
+              values: [
+                batch.map((b) => b.taskId),
+                batch.map((b) => b.leaseId),
+                batch.map((b) => b.arg),
+                batch.map((b) => b.domains),
+                iso(nowMs),
+              ],
+            },
         (rows) => rows.some((r) => r.id !== null),
       );
     } catch (e) {
