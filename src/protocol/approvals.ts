@@ -1,6 +1,6 @@
 // Approvals (an agent asks, an operator decides once) and inbox messages (an operator or a
 // peer writes to an agent). DESIGN §3 Records and routes; events of type approval / inbox.
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, Type } from './type.js';
 import { Id, Timestamp } from './common.js';
 
 const NullableId = Type.Union([Id, Type.Null()]);

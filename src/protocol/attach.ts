@@ -2,7 +2,7 @@
 // /api/attach-ws and on the node's dial-back /nodes/attach/{stream_id}: a WebSocket whose
 // binary frames are terminal bytes and whose text frames are JSON control messages.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, Type } from './type.js';
 import { type AttachOpen, attachSigningString } from './control.js';
 import { ERROR_CODES, type ErrorCode } from './errors.js';
 

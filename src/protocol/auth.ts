@@ -1,5 +1,5 @@
 // Wire shapes of service tokens and node registration.
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, Type } from './type.js';
 import { Id, Name, Timestamp } from './common.js';
 import { SCOPES } from './scopes.js';
 

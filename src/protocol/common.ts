@@ -1,5 +1,5 @@
 // Shapes shared by every record: ids, timestamps, list envelopes and list queries.
-import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { type Static, type TSchema, Type } from './type.js';
 
 export const Id = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_.:-]+$' });
 export const Timestamp = Type.String({ format: 'date-time' });

@@ -2,7 +2,7 @@
 // GET /nodes/connect with "Authorization: Bearer <node JWT>". Text frames, one JSON message
 // each. Liveness: both sides send WebSocket ping frames every HEARTBEAT_MS and close a
 // channel that has been silent for DEAD_AFTER_MS.
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, Type } from './type.js';
 
 export const CONTROL_PATH = '/nodes/connect';
 export const HEARTBEAT_MS = 10_000;

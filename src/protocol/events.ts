@@ -1,6 +1,6 @@
 // The feed event (seed §2, DESIGN §3 Feed). `id` is a decimal string, strictly increasing,
 // also the SSE `id:` field; `type` is the discriminator.
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, Type } from './type.js';
 import { Timestamp } from './common.js';
 
 export const EVENT_TYPES = ['approval', 'inbox', 'matrix', 'progress'] as const;

@@ -1,7 +1,7 @@
 // mgmt.sock's events.subscribe (DESIGN §4): the feed as svcd's fan-out relays it, streamed
 // on the mgmt.sock connection. The request stays open while it streams; each event is an
 // `events.event` notification; the reply comes when the stream ends and says why.
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, Type } from './type.js';
 
 export const EventsSubscribeParams = Type.Object(
   {

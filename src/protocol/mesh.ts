@@ -1,6 +1,6 @@
 // Enrolled agents and mesh tasks (DESIGN §3 Records and routes, Mesh tasks): the claimable
 // work queue and the MCP tool arguments that drive it.
-import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { type Static, type TSchema, Type } from './type.js';
 import { Id, Timestamp } from './common.js';
 import { RuntimeKindSchema } from './runtimes.js';
 

@@ -1,5 +1,5 @@
 // Wire shapes of node registration (DESIGN §3 Auth, §4 node identity).
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, Type } from './type.js';
 import { Id, Timestamp } from './common.js';
 
 export const Hostname = Type.String({

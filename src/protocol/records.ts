@@ -1,7 +1,7 @@
 // Wire shapes of the tower's records (DESIGN §3 Records): domains, missions, regular
 // (Kanban) tasks, documents, artifacts. One schema each for the record, its create body and
 // its patch body; types come from the schemas.
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, Type } from './type.js';
 import { Id, LongText, Name, Timestamp } from './common.js';
 
 const closed = { additionalProperties: false } as const;

@@ -1,5 +1,5 @@
 // Agent runtime kinds (seed §1, DESIGN §4 Runtimes): how svcd starts an agent and talks to it.
-import { Type } from '@sinclair/typebox';
+import { Type } from './type.js';
 
 export const RUNTIME_KINDS = [
   'alpha_code',

@@ -3,7 +3,7 @@
 // ephemeral subagent (subagent.ts). This file is the component: mgmt methods, control-channel
 // wake-ups and cancels, loops kept in state.db and resumed at start, and recovery: subagents
 // a crashed svcd left running are killed at start (their tasks come back when leases expire).
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, Type } from '../../protocol/type.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso, systemClock } from '../../lib/clock.js';
 import { SvcError } from '../../protocol/errors.js';
