@@ -3,12 +3,13 @@
 // ephemeral subagent (subagent.ts). This file is the component: mgmt methods, control-channel
 // wake-ups and cancels, loops kept in state.db and resumed at start, and recovery: subagents
 // a crashed svcd left running are killed at start (their tasks come back when leases expire).
-import { type Static, Type } from '../../protocol/type.js';
+
 import type { Clock } from '../../lib/clock.js';
 import { iso, systemClock } from '../../lib/clock.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { Agent } from '../../protocol/mesh.js';
 import { type RuntimeKind, RuntimeKindSchema } from '../../protocol/runtimes.js';
+import { type Static, Type } from '../../protocol/type.js';
 import { loadSvcdConfig, type SvcdConfig } from '../config/config.js';
 import type { CallContext, Component, DaemonContext } from '../context.js';
 import { reapOrphanGroup } from '../process/group.js';
