@@ -16,8 +16,14 @@ import { isMcpToolName, MCP_TOOL_ARGS, MCP_TOOLS, type McpToolName } from './mcp
  */
 function newAjv(): AjvModule.default {
   const require = createRequire(import.meta.url);
-  const ajvModule = require('ajv') as typeof AjvModule;
-  const formatsModule = require('ajv-formats') as typeof addFormatsModule;
+  let ajvModule: typeof AjvModule;
+  let formatsModule: typeof addFormatsModule;
+  try {
+    ajvModule = require('ajv') as typeof AjvModule;
+    formatsModule = require('ajv-formats') as typeof addFormatsModule;
+  } catch (e) {
+    throw new SvcError('internal', `cannot load the schema pack validator (ajv): ${(e as Error).message}`);
+  }
   const Ajv = ajvModule.default ?? ajvModule;
   const addFormats = formatsModule.default ?? formatsModule;
   // Strict like request bodies: no coercion, unknown fields are errors (per the schema).
