@@ -1,8 +1,9 @@
 // mgmt.sock shapes of supervised agents (DESIGN §4: agent.list|status|start|stop|restart|
 // signal|pause|resume, plus agent.reload). `svc agent supervise …` and `svc agent signal`
 // are thin calls of these methods.
-import { type Static, Type } from './type.js';
+
 import { RuntimeKindSchema } from './runtimes.js';
+import { type Static, Type } from './type.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 const NullableInt = Type.Union([Type.Integer(), Type.Null()]);

@@ -1,7 +1,8 @@
 // Approvals (an agent asks, an operator decides once) and inbox messages (an operator or a
 // peer writes to an agent). DESIGN §3 Records and routes; events of type approval / inbox.
-import { type Static, Type } from './type.js';
+
 import { Id, Timestamp } from './common.js';
+import { type Static, Type } from './type.js';
 
 const NullableId = Type.Union([Id, Type.Null()]);
 

@@ -2,9 +2,9 @@
 // /api/attach-ws and on the node's dial-back /nodes/attach/{stream_id}: a WebSocket whose
 // binary frames are terminal bytes and whose text frames are JSON control messages.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { type Static, Type } from './type.js';
 import { type AttachOpen, attachSigningString } from './control.js';
 import { ERROR_CODES, type ErrorCode } from './errors.js';
+import { type Static, Type } from './type.js';
 
 /** svcd.sock path (WebSocket over the unix socket): /attach?agent=…&cols=…&rows=…&read_only=1 */
 export const LOCAL_ATTACH_PATH = '/attach';

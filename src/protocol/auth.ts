@@ -1,7 +1,8 @@
 // Wire shapes of service tokens and node registration.
-import { type Static, Type } from './type.js';
+
 import { Id, Name, Timestamp } from './common.js';
 import { SCOPES } from './scopes.js';
+import { type Static, Type } from './type.js';
 
 export const ScopeSchema = Type.Union(SCOPES.map((s) => Type.Literal(s)));
 

@@ -1,8 +1,9 @@
 // Wire shapes of svcd's cron methods on mgmt.sock (cron.list|describe|history|reload|gc) and
 // of the `matrix` event every cron fire publishes. The daemon answers with these, the CLI
 // prints them, docs/cron.md documents them.
-import { type Static, Type } from './type.js';
+
 import { Timestamp } from './common.js';
+import { type Static, Type } from './type.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 const NullableInt = Type.Union([Type.Integer(), Type.Null()]);

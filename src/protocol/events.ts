@@ -1,7 +1,8 @@
 // The feed event (seed §2, DESIGN §3 Feed). `id` is a decimal string, strictly increasing,
 // also the SSE `id:` field; `type` is the discriminator.
-import { type Static, Type } from './type.js';
+
 import { Timestamp } from './common.js';
+import { type Static, Type } from './type.js';
 
 export const EVENT_TYPES = ['approval', 'inbox', 'matrix', 'progress'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

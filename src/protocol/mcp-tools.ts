@@ -1,11 +1,12 @@
 // The agent tools of POST /mcp/call (DESIGN §3 Mesh tasks): name, description, the scope a
 // caller needs, and the argument schema (the embedded schema pack). The tower dispatches on
 // these names; svcd's `svcd mcp` and mgmt.sock `mcp.call` list and validate them.
-import { type TSchema, Type } from './type.js';
+
 import { Id } from './common.js';
 import { TOOL_ARGS } from './mesh.js';
 import { ArtifactCreate, DocumentCreate, DomainCreate, MissionCreate } from './records.js';
 import type { Scope } from './scopes.js';
+import { type TSchema, Type } from './type.js';
 
 const closed = { additionalProperties: false } as const;
 const withIds = (ids: Record<string, TSchema>, body: TSchema) =>

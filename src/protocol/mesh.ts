@@ -1,8 +1,9 @@
 // Enrolled agents and mesh tasks (DESIGN §3 Records and routes, Mesh tasks): the claimable
 // work queue and the MCP tool arguments that drive it.
-import { type Static, type TSchema, Type } from './type.js';
+
 import { Id, Timestamp } from './common.js';
 import { RuntimeKindSchema } from './runtimes.js';
+import { type Static, type TSchema, Type } from './type.js';
 
 const Capability = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_.:/-]+$' });
 const Capabilities = Type.Array(Capability, { maxItems: 100, uniqueItems: true });

@@ -1,6 +1,7 @@
 // Wire shapes of node registration (DESIGN §3 Auth, §4 node identity).
-import { type Static, Type } from './type.js';
+
 import { Id, Timestamp } from './common.js';
+import { type Static, Type } from './type.js';
 
 export const Hostname = Type.String({
   minLength: 1,

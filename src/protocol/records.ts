@@ -1,8 +1,9 @@
 // Wire shapes of the tower's records (DESIGN §3 Records): domains, missions, regular
 // (Kanban) tasks, documents, artifacts. One schema each for the record, its create body and
 // its patch body; types come from the schemas.
-import { type Static, Type } from './type.js';
+
 import { Id, LongText, Name, Timestamp } from './common.js';
+import { type Static, Type } from './type.js';
 
 const closed = { additionalProperties: false } as const;
 

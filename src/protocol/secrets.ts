@@ -2,9 +2,10 @@
 // (values are write-only), the node fetch, and the secrets.sock request/reply that agents
 // speak to svcd. Values appear only in SecretPut bodies, SecretFetched replies and the
 // broker's ok reply; never in listings, events or errors.
-import { type Static, Type } from './type.js';
+
 import { Id, Timestamp } from './common.js';
 import { SECRET_NAME_PATTERN } from './secrets-socket.js';
+import { type Static, Type } from './type.js';
 
 export * from './secrets-socket.js';
 
