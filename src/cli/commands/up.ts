@@ -232,6 +232,20 @@ export function registerUp(program: Command, deps: CommandDeps): void {
           () => tail(log),
         );
       }
+      // 5. The demo agent: svcd starts it in the background once it runs; the next command
+      // printed below signals it, so wait until its session is up (under load that takes a
+      // moment after svcd reports the tower connected).
+      await until(
+        'the demo agent',
+        30_000,
+        async () => {
+          const list = await mgmtCall<{ items: { id: string; state: string }[] }>(mgmtSock, 'agent.list');
+          const a = list.items.find((x) => x.id === agentId);
+          // Not in agents.toml (a file the operator wrote): nothing of ours to wait for.
+          return !a || a.state === 'running' ? list : null;
+        },
+        () => tail(join(logs, 'svcd.log')),
+      );
       await writeState(state);
 
       // Run through npx (the README's first command), the next commands need npx too.
