@@ -2,23 +2,21 @@
 // with an invalid pack it starts and enforces the embedded defaults.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { STORES, startTestTower } from '../../../test/support/tower.js';
 
 describe('tower with an invalid schema pack', () => {
   const tmp = makeTempDir('svc-pack-');
-  const saved = process.env.SVC_SCHEMA_PACK_FILE;
   afterAll(() => {
-    if (saved === undefined) delete process.env.SVC_SCHEMA_PACK_FILE;
-    else process.env.SVC_SCHEMA_PACK_FILE = saved;
+    vi.unstubAllEnvs();
     tmp.remove();
   });
 
   it('starts and checks tool arguments against the embedded defaults', async () => {
     const file = join(tmp.dir, 'pack.json');
     writeFileSync(file, '{"tools": {"claim_mesh_task": {"type": "strnig"}}}');
-    process.env.SVC_SCHEMA_PACK_FILE = file;
+    vi.stubEnv('SVC_SCHEMA_PACK_FILE', file);
     const t = await startTestTower('sqlite');
     try {
       const r = await t.call('POST', '/mcp/call', { tool: 'claim_mesh_task', args: { agent_id: 5 } });
@@ -32,10 +30,8 @@ describe('tower with an invalid schema pack', () => {
 
 describe.each(STORES)('tower with a schema pack on %s', (store) => {
   const tmp = makeTempDir('svc-pack-');
-  const saved = process.env.SVC_SCHEMA_PACK_FILE;
   afterAll(() => {
-    if (saved === undefined) delete process.env.SVC_SCHEMA_PACK_FILE;
-    else process.env.SVC_SCHEMA_PACK_FILE = saved;
+    vi.unstubAllEnvs();
     tmp.remove();
   });
 
@@ -64,7 +60,7 @@ describe.each(STORES)('tower with a schema pack on %s', (store) => {
         },
       }),
     );
-    process.env.SVC_SCHEMA_PACK_FILE = file;
+    vi.stubEnv('SVC_SCHEMA_PACK_FILE', file);
     const t = await startTestTower(store);
     try {
       const mcp = (tool: string, args: Record<string, unknown>) =>
