@@ -6,6 +6,7 @@
 // BENCH_FEED_PEERS=svc,svc-ws,socket.io adds the tower read over /events/ws.
 import { fork, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { io } from 'socket.io-client';
@@ -115,6 +116,7 @@ async function peer(name) {
     });
     const { jwt } = await reg.json();
     let key = 0;
+    const publishAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
     const pending = new Set();
     let failed = 0;
     return {
@@ -128,19 +130,35 @@ async function peer(name) {
           agent_id: 'bench',
           payload,
         }));
-        const p = fetch(`${srv.url}/nodes/events`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ events }),
-        })
-          .then(async (r) => {
-            await r.arrayBuffer();
-            if (r.status !== 202) failed += batch.length;
-          })
-          .catch(() => {
+        // node:http on a keep-alive agent: fetch costs the publishing process several times
+        // the CPU per request, and its event loop is where each event's clock starts.
+        const body = JSON.stringify({ events });
+        const p = new Promise((resolve) => {
+          const req = http.request(
+            `${srv.url}/nodes/events`,
+            {
+              method: 'POST',
+              agent: publishAgent,
+              headers: {
+                authorization: `Bearer ${jwt}`,
+                'content-type': 'application/json',
+                'content-length': Buffer.byteLength(body),
+              },
+            },
+            (res) => {
+              res.resume();
+              res.once('end', () => {
+                if (res.statusCode !== 202) failed += batch.length;
+                resolve();
+              });
+            },
+          );
+          req.once('error', () => {
             failed += batch.length;
-          })
-          .finally(() => pending.delete(p));
+            resolve();
+          });
+          req.end(body);
+        }).finally(() => pending.delete(p));
         pending.add(p);
       },
       async settle() {
@@ -148,6 +166,7 @@ async function peer(name) {
         return failed;
       },
       async stop() {
+        publishAgent.destroy();
         await stopServer(srv.child);
         rmSync(home, { recursive: true, force: true });
       },
@@ -260,6 +279,7 @@ async function measure(name, n) {
       perSec: span > 0 ? Math.round(s.delivered / span) : 0,
       p50: s.p50,
       p99: s.p99,
+      lagP99: s.lagP99,
       // Share of one core over the step, and the server's CPU per delivered event.
       serverCpu: (100 * cpu[0]) / 1000 / wall,
       clientCpu: (100 * cpu[1]) / 1000 / wall,
@@ -331,6 +351,7 @@ for (const n of SIZES) {
         perSec: Math.round(med(at.map((x) => x.perSec))),
         p50: med(at.map((x) => x.p50)),
         p99: med(at.map((x) => x.p99)),
+        lagP99: med(at.map((x) => x.lagP99 ?? Number.NaN)),
         serverCpu: med(at.map((x) => x.serverCpu ?? Number.NaN)),
         clientCpu: med(at.map((x) => x.clientCpu ?? Number.NaN)),
         serverUsPerDelivery: med(at.map((x) => x.serverUsPerDelivery ?? Number.NaN)),
@@ -354,12 +375,12 @@ const roundsText = SIZES.map((n) => {
 }).join(' and ');
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
 const table = [
-  '| peer | subscribers | publish rate (events/s) | delivered / expected | delivered events/s | p50 ms | p99 ms | server CPU % | subscribers CPU % | server CPU µs per delivery |',
-  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  '| peer | subscribers | publish rate (events/s) | delivered / expected | delivered events/s | p50 ms | p99 ms | subscribers’ loop lag p99 ms | server CPU % | subscribers CPU % | server CPU µs per delivery |',
+  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ...results.flatMap((r) =>
     r.rows.map(
       (x) =>
-        `| ${x.peer} | ${x.n} | ${x.rate} | ${x.delivered} / ${x.expected}${x.failed ? ` (${x.failed} publish failures)` : ''} | ${x.perSec} | ${fmt(x.p50)} | ${fmt(x.p99)} | ${fmt(x.serverCpu)} | ${fmt(x.clientCpu)} | ${fmt(x.serverUsPerDelivery)} |`,
+        `| ${x.peer} | ${x.n} | ${x.rate} | ${x.delivered} / ${x.expected}${x.failed ? ` (${x.failed} publish failures)` : ''} | ${x.perSec} | ${fmt(x.p50)} | ${fmt(x.p99)} | ${fmt(x.lagP99)} | ${fmt(x.serverCpu)} | ${fmt(x.clientCpu)} | ${fmt(x.serverUsPerDelivery)} |`,
     ),
   ),
 ];
@@ -418,12 +439,21 @@ ${SECONDS} s after a ${WARMUP} s warm-up at the first rate that is not counted; 
 round. The machine is shared: the 1-minute load average was between ${Math.min(...load).toFixed(1)} and ${Math.max(...load).toFixed(1)}, so absolute figures move between runs; compare the peers within one run. socket.io 4 as BENCHMARKING.md recommends: websocket transport only,
 \`perMessageDeflate: false\`, \`io.emit\` per event. Both move the same envelope (${MESSAGE_BYTES} bytes of
 JSON per event). Publish on svc is \`POST /nodes/events\` (a committed write through the event
-log, then the hub's fan-out); on socket.io an emit to the server. Latency is publisher
+log, then the hub's fan-out; \`node:http\` on a keep-alive agent, which costs the publishing
+process a fraction of what \`fetch\` does); on socket.io an emit to the server. Latency is publisher
 timestamp (taken in the bench process before the publish is sent) → subscriber receive,
 sampled on 100 subscribers spread evenly over the connection order (every n/100-th: both
 servers write to their streams in about that order, so the first ones would see only the
-start of each fan-out), full clients that parse every event; the others only count events
-in the bytes they receive, so the subscribers' process costs little beside the server. Delivered events/s counts every subscriber's
+start of each fan-out), full clients that parse every event. The others, for both peers alike,
+only count events: each reads its raw TCP socket into one buffer all of them share (net's
+\`onread\`: no allocation, stream or HTTP/WebSocket client per read) and counts SSE \`data:\`
+lines or socket.io event packets (WebSocket frame headers parsed in place, engine.io open and
+ping answered) in the bytes as they are. The subscribers' process shares the 2 cores with the
+server, and an event that arrives while it is busy or in a GC pause waits in its socket, which
+counts as latency: with full HTTP clients as counters it used as much CPU as the tower and
+its major GCs paused it for tens of ms several times a second. Its own event-loop lag (timer
+delay, p99 over the step) is reported beside the latency, so what is left of the harness in
+the latency shows. Delivered events/s counts every subscriber's
 deliveries from the first publish to the last receive. CPU % is the share of one core each
 process used over the step (user + system time from /proc), and server CPU µs per delivery
 is the server's CPU time over the events it delivered: unlike latency, load from other

@@ -68,6 +68,11 @@ export interface CallContext {
   notify(method: string, params: unknown): void;
   /** Bytes sent to this client that it has not read yet: a streaming method's backlog. */
   unread(): number;
+  /**
+   * A streaming method calls this once its stream is open: the request then stops counting
+   * against the connection's limit of requests running at once (it may stay open for hours).
+   */
+  streaming(): void;
 }
 
 export type MethodHandler = (params: unknown, call: CallContext) => Promise<unknown>;

@@ -11,6 +11,13 @@ export const JSONRPC_INTERNAL_ERROR = -32603;
 
 /** Longest request line mgmt.sock accepts; longer lines get an error and are discarded. */
 export const MGMT_MAX_LINE_BYTES = 1024 * 1024;
+/**
+ * Replies a client may leave unread before mgmt.sock stops reading its requests (notifications
+ * of an events.subscribe stream have their own limit and end the stream instead).
+ */
+export const MGMT_MAX_UNREAD_BYTES = 1024 * 1024;
+/** Requests of one connection running at once; more wait, unread, until one answers. */
+export const MGMT_MAX_IN_FLIGHT = 64;
 
 export interface RpcErrorObject {
   code: number;

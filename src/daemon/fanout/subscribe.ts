@@ -108,6 +108,7 @@ export function registerEventMethods(mgmt: MethodRegistry, opts: EventMethodsOpt
         mine.set(id, end);
         call.signal.addEventListener('abort', onClose, { once: true });
         remove = listener.subscribe(consumer, after, (reset) => notify({ type: 'reset', ...reset }));
+        call.streaming();
         if (call.signal.aborted) onClose();
       });
     },

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { silentLogger } from '../../lib/log.js';
-import { MGMT_MAX_LINE_BYTES } from '../../protocol/mgmt.js';
+import { MGMT_MAX_IN_FLIGHT, MGMT_MAX_LINE_BYTES, MGMT_MAX_UNREAD_BYTES } from '../../protocol/mgmt.js';
 import { MgmtServer } from './server.js';
 
 interface Reply {
@@ -44,6 +44,13 @@ class Client {
       s.once('error', rej);
     });
   }
+  /** Stops reading replies (they pile up in the server) until resume(). */
+  pause() {
+    this.s.pause();
+  }
+  resume() {
+    this.s.resume();
+  }
   raw(data: string | Uint8Array) {
     this.s.write(data);
   }
@@ -58,6 +65,16 @@ class Client {
   }
 }
 
+const BIG_REPLY = 'y'.repeat(64 * 1024);
+
+async function until(what: string, cond: () => boolean): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 describe('mgmt.sock under fuzzing', () => {
   const tmp = makeTempDir('svc-mgmt-fuzz-');
   const sock = join(tmp.dir, 'mgmt.sock');
@@ -69,6 +86,16 @@ describe('mgmt.sock under fuzzing', () => {
       'echo',
       async (p) => p,
       Type.Object({ n: Type.Integer() }, { additionalProperties: false }),
+    );
+    server.register('big', async () => BIG_REPLY);
+    // A stream that stays open until its client leaves, like events.subscribe.
+    server.register(
+      'hold',
+      (_p, call) =>
+        new Promise((resolve) => {
+          call.streaming();
+          call.signal.addEventListener('abort', () => resolve(null), { once: true });
+        }),
     );
     await server.listen(sock);
   });
@@ -134,6 +161,34 @@ describe('mgmt.sock under fuzzing', () => {
     // 4 MiB more was sent; the server held at most one line's limit of it.
     expect(process.memoryUsage().rss - before).toBeLessThan(64 * 1024 * 1024);
     expect(c.closed).toBe(false);
+    c.close();
+  });
+
+  it('stops reading the requests of a client that does not read its replies, and loses none', async () => {
+    const c = await Client.open(sock);
+    c.pause();
+    const n = 2000; // 125 MiB of replies if the server kept reading
+    const first = nextId;
+    nextId += n;
+    const replies = Array.from({ length: n }, (_, i) => c.call(first + i, 'big'));
+    // The server holds lines back once a limit's worth of replies sits unread.
+    await until('the server to hold requests back', () => server.backlog().queued > 0);
+    const held = server.backlog();
+    const bound = MGMT_MAX_UNREAD_BYTES + MGMT_MAX_IN_FLIGHT * (BIG_REPLY.length + 100);
+    expect(held.unread).toBeLessThanOrEqual(bound);
+    c.resume();
+    const all = await Promise.all(replies);
+    expect(all.every((r, i) => r.id === first + i && r.result === BIG_REPLY)).toBe(true);
+    expect(server.backlog().peakUnread).toBeLessThanOrEqual(bound);
+    // And the connection serves as before.
+    expect(await c.call(nextId++, 'echo', { n: 5 })).toMatchObject({ result: { n: 5 } });
+    c.close();
+  });
+
+  it('does not count open streams against the requests a connection may run at once', async () => {
+    const c = await Client.open(sock);
+    for (let i = 0; i < MGMT_MAX_IN_FLIGHT * 2; i++) void c.call(nextId++, 'hold');
+    expect(await c.call(nextId++, 'echo', { n: 9 })).toMatchObject({ result: { n: 9 } });
     c.close();
   });
 });

@@ -16,7 +16,9 @@ import {
   errorFromRpc,
   JSONRPC_INTERNAL_ERROR,
   JSONRPC_PARSE_ERROR,
+  MGMT_MAX_IN_FLIGHT,
   MGMT_MAX_LINE_BYTES,
+  MGMT_MAX_UNREAD_BYTES,
   type RpcErrorObject,
   rpcErrorOf,
 } from '../../protocol/mgmt.js';
@@ -66,6 +68,8 @@ const checkEmpty: Check = (p) => {
 export class MgmtServer implements MethodRegistry {
   private readonly rpc = new JSONRPCServer<CallContext>({ errorListener: () => {} });
   private listener: UnixListener | null = null;
+  private readonly connections = new Set<{ socket: Socket; queue: string[] }>();
+  private peakUnread = 0;
 
   constructor(private readonly log: Logger) {
     this.rpc.mapErrorToJSONRPCErrorResponse = (id, error: unknown) => {
@@ -100,11 +104,25 @@ export class MgmtServer implements MethodRegistry {
    * node.request). Throws the method's SvcError.
    */
   async invoke(name: string, params: unknown, signal: AbortSignal): Promise<unknown> {
-    const call: CallContext = { id: null, signal, notify: () => {}, unread: () => 0 };
+    const call: CallContext = { id: null, signal, notify: () => {}, unread: () => 0, streaming: () => {} };
     const res = await this.rpc.receive({ jsonrpc: '2.0', id: 1, method: name, params: params ?? {} }, call);
     if (!res) throw new SvcError('internal', `mgmt method ${name} gave no answer`);
     if (res.error) throw errorFromRpc(res.error as RpcErrorObject);
     return res.result ?? null;
+  }
+
+  /**
+   * Replies written but not yet read by clients, request lines read but waiting to run, and the
+   * most ever left unread on one connection (the bound mgmt.sock keeps: see serve()).
+   */
+  backlog(): { unread: number; queued: number; peakUnread: number } {
+    let unread = 0;
+    let queued = 0;
+    for (const c of this.connections) {
+      unread += c.socket.writableLength;
+      queued += c.queue.length;
+    }
+    return { unread, queued, peakUnread: this.peakUnread };
   }
 
   async listen(path: string): Promise<void> {
@@ -117,7 +135,7 @@ export class MgmtServer implements MethodRegistry {
 
   private serve(socket: Socket): void {
     const abort = new AbortController();
-    const connection: Omit<CallContext, 'id'> = {
+    const connection: Omit<CallContext, 'id' | 'streaming'> = {
       signal: abort.signal,
       notify: (method, params) => {
         if (!socket.destroyed) socket.write(`${JSON.stringify({ jsonrpc: '2.0', method, params })}\n`);
@@ -128,6 +146,41 @@ export class MgmtServer implements MethodRegistry {
     let discarding = false;
     const send = (msg: unknown) => {
       if (!socket.destroyed) socket.write(`${JSON.stringify(msg)}\n`);
+    };
+    // Backpressure: a client that sends requests and never reads the replies must not grow
+    // the daemon's memory. Lines wait in `queue` and run while fewer than MGMT_MAX_IN_FLIGHT
+    // are running and less than MGMT_MAX_UNREAD_BYTES of replies sit unread; otherwise the
+    // socket stops being read (the kernel's buffer, then the client's writes, hold the rest)
+    // until replies drain. A stream (events.subscribe) releases its slot once it is open.
+    const queue: string[] = [];
+    let inFlight = 0;
+    const pump = () => {
+      if (socket.writableLength > this.peakUnread) this.peakUnread = socket.writableLength;
+      while (
+        queue.length > 0 &&
+        inFlight < MGMT_MAX_IN_FLIGHT &&
+        socket.writableLength < MGMT_MAX_UNREAD_BYTES
+      ) {
+        run(queue.shift() as string);
+      }
+      if (socket.destroyed) return;
+      const hold = queue.length > 0 || socket.writableLength >= MGMT_MAX_UNREAD_BYTES;
+      if (hold) socket.pause();
+      else if (socket.isPaused()) socket.resume();
+    };
+    const run = (line: string) => {
+      inFlight++;
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        inFlight--;
+        queueMicrotask(pump);
+      };
+      void this.handleLine(line, { ...connection, streaming: release }).then((res) => {
+        if (res !== null) send(res);
+        release();
+      });
     };
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => {
@@ -141,7 +194,7 @@ export class MgmtServer implements MethodRegistry {
             discarding = true;
             send(lineTooLong());
           }
-          return;
+          break;
         }
         const line = discarding ? '' : buffer + rest.slice(0, nl);
         rest = rest.slice(nl + 1);
@@ -155,12 +208,17 @@ export class MgmtServer implements MethodRegistry {
           continue;
         }
         if (line.trim() === '') continue;
-        void this.handleLine(line, connection).then((res) => {
-          if (res !== null) send(res);
-        });
+        queue.push(line);
       }
+      pump();
     });
-    socket.on('close', () => abort.abort());
+    const entry = { socket, queue };
+    this.connections.add(entry);
+    socket.on('drain', pump);
+    socket.on('close', () => {
+      this.connections.delete(entry);
+      abort.abort();
+    });
     socket.on('error', () => abort.abort());
   }
 
