@@ -6,7 +6,26 @@ import { resolvePaths } from '../lib/home.js';
 import { type ErrorCode, isSvcError } from '../protocol/errors.js';
 import type { CliIO } from './io.js';
 
+/** Exit status of a process killed by SIGPIPE (128 + 13), what shells report for `git log | head`. */
+const EXIT_BROKEN_PIPE = 141;
+let pipeWatched = false;
+
+/**
+ * When the reader of stdout goes away (`svc feed | head -3`), stop as a Unix tool does on
+ * SIGPIPE (which Node ignores), instead of crashing on the unhandled EPIPE with a stack trace
+ * or following a stream nobody reads. Other stdout errors keep their default behaviour.
+ */
+function exitOnBrokenPipe(): void {
+  if (pipeWatched) return;
+  pipeWatched = true;
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(EXIT_BROKEN_PIPE);
+    throw e;
+  });
+}
+
 export function processIO(): CliIO {
+  exitOnBrokenPipe();
   return {
     env: process.env,
     paths: resolvePaths(process.env),

@@ -29,6 +29,8 @@ export interface ListenOptions {
   allowHalfOpen?: boolean;
   /** Connections beyond this are closed at accept. */
   maxConnections?: number;
+  /** Sockets start paused: nothing is read until the handler calls resume(). */
+  pauseOnConnect?: boolean;
 }
 
 export async function listenUnix(
@@ -46,11 +48,14 @@ export async function listenUnix(
     if (e.code !== 'ENOENT') throw e;
   });
   const open = new Set<Socket>();
-  const server = createServer({ allowHalfOpen: opts.allowHalfOpen ?? false }, (socket) => {
-    open.add(socket);
-    socket.once('close', () => open.delete(socket));
-    onConnection(socket);
-  });
+  const server = createServer(
+    { allowHalfOpen: opts.allowHalfOpen ?? false, pauseOnConnect: opts.pauseOnConnect ?? false },
+    (socket) => {
+      open.add(socket);
+      socket.once('close', () => open.delete(socket));
+      onConnection(socket);
+    },
+  );
   if (opts.maxConnections !== undefined) server.maxConnections = opts.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -3,7 +3,8 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { run, SVC_BIN, startTowerProc, stopAll, type TowerProc } from '../support/procs.js';
+import { waitFor } from '../support/poll.js';
+import { run, SVC_BIN, spawnProc, startTowerProc, stopAll, type TowerProc } from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';
 
 describe('svc against a tower', () => {
@@ -117,5 +118,21 @@ describe('svc against a tower', () => {
     const missing = await svc(['mission', 'get', 'mis_nope', '--domain', d.id]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toBe('svc: error: mission mis_nope not found [not_found]\n');
+  });
+
+  it('stops following the feed when its reader goes away (svc feed | head), without a stack trace', async () => {
+    const d = JSON.parse((await svc(['--json', 'domain', 'create', 'piped'])).stdout) as { id: string };
+    const m = JSON.parse((await svc(['--json', 'mission', 'create', 'p', '--domain', d.id])).stdout) as {
+      id: string;
+    };
+    const submit = () => svc(['task', 'submit', '--mission', m.id, '--title', 't']);
+    const feed = spawnProc(SVC_BIN, ['feed', '--json', '--since', '0', '--mission', m.id], env);
+    expect((await submit()).code).toBe(0);
+    await waitFor('the first event on svc feed', () => feed.stdout().includes('\n'));
+    // The reader leaves, as `head -1` does after its line: svc's next write meets EPIPE.
+    feed.child.stdout?.destroy();
+    expect((await submit()).code).toBe(0);
+    expect(await feed.exited).toBe(141);
+    expect(feed.stderr()).not.toMatch(/EPIPE|at /);
   });
 });

@@ -3,7 +3,6 @@
 // that tmux pipes a mux_hosted pane's output into.
 import type { Command } from 'commander';
 import { RotatingLog } from '../../daemon/process/rotating-log.js';
-import { runInteractive, runOneShot } from '../../daemon/runtimes/reference-agent.js';
 import type { CliIO } from '../io.js';
 import { ExitStatus, UsageError } from '../run.js';
 import { VERSION } from '../version.js';
@@ -26,6 +25,8 @@ export function registerReferenceAgent(program: Command, io: CliIO): void {
         stdout: process.stdout,
         stderr: process.stderr,
       };
+      // Loaded in the action: `svcd run` parses the same program and never needs them.
+      const { runInteractive, runOneShot } = await import('../../daemon/runtimes/reference-agent.js');
       let code: number;
       if (o.acp) {
         // Loaded on demand: the ACP SDK costs a noticeable part of a one-shot run's start.

@@ -12,10 +12,10 @@ import { waitFor } from '../../../test/support/poll.js';
 import {
   ATTACH_FRAME_BYTES,
   type AttachListResult,
-  attachSignature,
   LOCAL_ATTACH_PATH,
   TOWER_MAX_FRAME_BYTES,
 } from '../../protocol/attach.js';
+import { attachSignature } from '../../protocol/attach-signature.js';
 import type { AttachOpen } from '../../protocol/control.js';
 import { defaultSvcdConfig } from '../config/config.js';
 import { createSupervisor, type Supervisor } from '../supervisor/supervisor.js';

@@ -3,13 +3,15 @@
 // viewers from svcd.sock (local, WebSocket over the unix socket) and from the tower (on a
 // signed attach.open the node dials back /nodes/attach/{stream_id}). Every viewer open and
 // close is a matrix event; attach.list on mgmt.sock says who is attached where.
-import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage } from 'node:http';
+// node:http and `ws` (and node:crypto, for the signature) are loaded on the first viewer: an
+// idle daemon never needs them (BENCHMARKS.md, daemon).
+import type { IncomingMessage, Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import WebSocket, { WebSocketServer } from 'ws';
+import type { WebSocket, WebSocketServer } from 'ws';
+import { randomBytes } from '../../lib/random.js';
 import {
   type AttachListResult,
-  checkAttachOpen,
   closeCodeOf,
   type ErrorFrame,
   LOCAL_ATTACH_PATH,
@@ -50,12 +52,8 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
   const log = ctx.log.child({ component: 'attach' });
   const sessions = new Map<string, TerminalSession>();
   const muxClients = new Map<TerminalSession, PtyTerminal>();
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
-  const http = createServer((_req, res) => {
-    res
-      .writeHead(426, { 'content-type': 'text/plain' })
-      .end('svcd.sock speaks WebSocket: GET /attach?agent=ID\n');
-  });
+  /** The HTTP/WebSocket side, made on first use. */
+  let wire: Promise<Wire> | null = null;
   const towerSockets = new Set<WebSocket>();
   /** stream ids seen recently: an attach.open is honoured once. */
   const seenStreams = new Map<string, number>();
@@ -169,7 +167,7 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
     const v: Viewer = s.attach(
       {
         send: (data, cb) => {
-          if (ws.readyState !== WebSocket.OPEN) return cb(new Error('closed'));
+          if (ws.readyState !== ws.OPEN) return cb(new Error('closed'));
           if (typeof data === 'string') return ws.send(data, { binary: false }, cb);
           // A screen snapshot or a big PTY read can exceed what the tower accepts in one frame.
           const frames = splitFrames(data);
@@ -187,7 +185,45 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
     ws.on('error', () => ws.terminate());
   }
 
-  function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  function loadWire(): Promise<Wire> {
+    wire ??= (async () => {
+      const [{ createServer }, { WebSocketServer, WebSocket }] = await Promise.all([
+        import('node:http'),
+        import('ws'),
+      ]);
+      const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
+      const http = createServer((_req, res) => {
+        res
+          .writeHead(426, { 'content-type': 'text/plain' })
+          .end('svcd.sock speaks WebSocket: GET /attach?agent=ID\n');
+      });
+      http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+        onUpgrade(wss, req, socket, head),
+      );
+      return { http, wss, WebSocket };
+    })();
+    return wire;
+  }
+
+  /** A svcd.sock connection (paused until the HTTP side is loaded). */
+  function onLocalConnection(socket: Socket): void {
+    loadWire().then(
+      (w) => {
+        if (stopped) {
+          socket.destroy();
+          return;
+        }
+        w.http.emit('connection', socket);
+        socket.resume();
+      },
+      (e) => {
+        log.error({ err: e }, 'cannot load the attach WebSocket server');
+        socket.destroy();
+      },
+    );
+  }
+
+  function onUpgrade(wss: WebSocketServer, req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const url = new URL(req.url ?? '/', 'http://svcd.sock');
     if (url.pathname !== LOCAL_ATTACH_PATH || stopped) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
@@ -206,7 +242,6 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
       });
     });
   }
-  http.on('upgrade', onUpgrade);
 
   /** attach.open from the tower: verify, dial back, attach (or answer the error on the stream). */
   function onAttachOpen(m: AttachOpen): void {
@@ -215,9 +250,21 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
     for (const [id, at] of seenStreams) if (now - at > 120_000) seenStreams.delete(id);
     if (seenStreams.has(m.stream_id)) return;
     seenStreams.set(m.stream_id, now);
-    const bad = checkAttachOpen(ctx.control.attachSecret, m, now);
+    Promise.all([import('../../protocol/attach-signature.js'), loadWire()]).then(
+      ([{ checkAttachOpen }, w]) => {
+        if (!stopped) dialBack(m, checkAttachOpen(ctx.control.attachSecret, m, now), w.WebSocket);
+      },
+      (e) => log.error({ err: e, stream: m.stream_id }, 'cannot load the attach dial-back'),
+    );
+  }
+
+  function dialBack(
+    m: AttachOpen,
+    bad: { code: ErrorCode; message: string } | null,
+    WebSocketClass: typeof WebSocket,
+  ): void {
     const url = `${ctx.tower.baseUrl.replace(/^http/, 'ws').replace(/\/$/, '')}${NODE_ATTACH_PREFIX}${m.stream_id}`;
-    const ws = new WebSocket(url, {
+    const ws = new WebSocketClass(url, {
       headers: { authorization: `Bearer ${ctx.identity.jwt}` },
       handshakeTimeout: 10_000,
       maxPayload: MAX_FRAME_BYTES,
@@ -248,7 +295,7 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
     name: 'attach',
     session: (id) => sessions.get(id) ?? null,
     async start() {
-      listener = await listenUnix(ctx.paths.svcdSock, (socket) => http.emit('connection', socket));
+      listener = await listenUnix(ctx.paths.svcdSock, onLocalConnection, { pauseOnConnect: true });
       offOpen = ctx.control.on('attach.open', onAttachOpen);
       ctx.mgmt.register('attach.list', async (): Promise<AttachListResult> => {
         const agents = source.listAgents();
@@ -296,15 +343,21 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
       sessions.clear();
       for (const client of muxClients.values()) client.hangUp();
       muxClients.clear();
-      for (const ws of towerSockets) if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
+      for (const ws of towerSockets) if (ws.readyState === ws.CONNECTING) ws.terminate();
       await listener?.close();
-      wss.close();
+      (await wire?.catch(() => null))?.wss.close();
     },
     status: () => ({
       sessions: sessions.size,
       viewers: [...sessions.values()].reduce((n, s) => n + s.list().length, 0),
     }),
   };
+}
+
+interface Wire {
+  http: Server;
+  wss: WebSocketServer;
+  WebSocket: typeof WebSocket;
 }
 
 function toBuffer(data: WebSocket.RawData): Buffer {

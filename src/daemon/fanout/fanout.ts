@@ -2,17 +2,18 @@
 // follower, the rate-limit hold, the ring buffer, the local listener and the MQTT input, and
 // assigns every local event its id. mgmt.sock: `fanout.status` (svc system doctor reads it) and
 // `events.subscribe` (subscribe.ts).
-import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { iso } from '../../lib/clock.js';
+import { randomBytes } from '../../lib/random.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { FeedEvent } from '../../protocol/events.js';
 import { loadSvcdConfig } from '../config/config.js';
 import type { Component, DaemonContext } from '../context.js';
 import type { FanoutConfig } from './config-section.js';
+import type { Entry, LocalEvent } from './consumer.js';
 import { RateHold } from './hold.js';
-import { type Entry, FanoutListener, type LocalEvent } from './listener.js';
+import type { FanoutListener } from './listener.js';
 import { MqttInput, type MqttMessage } from './mqtt.js';
 import { FanoutPosition } from './position.js';
 import { compareKeys, type EventKey, EventRing, formatEventKey, parseEventKey } from './ring.js';
@@ -198,6 +199,8 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
         // A fresh token each start, readable by this user only (like mgmt.sock's 0600).
         await writeFile(tokenFile, `${token}\n`, { mode: 0o600 });
       }
+      // Loaded only when the fan-out is on: it brings node:http and ws.
+      const { FanoutListener } = await import('./listener.js');
       const l = new FanoutListener({
         ring: r,
         listen:

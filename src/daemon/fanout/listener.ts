@@ -10,23 +10,17 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import { problemOf, SvcError } from '../../protocol/errors.js';
-import type { FeedEvent } from '../../protocol/events.js';
-import { type EventRing, parseEventKey, type RingEntry } from './ring.js';
+import {
+  CONSUMER_BUFFER_LIMIT,
+  type Consumer,
+  type Entry,
+  type Filter,
+  type LocalEvent,
+} from './consumer.js';
+import { type EventRing, parseEventKey } from './ring.js';
 
-/** What travels to consumers: the event's filter fields and its two serializations, made once. */
-export interface LocalEvent {
-  /** SSE event name: message, matrix-down, matrix-up, reset. */
-  name: string;
-  /** Filter fields of a `message` (null for connection-state events, which every consumer gets). */
-  meta: Pick<FeedEvent, 'type' | 'domain_id' | 'mission_id'> | null;
-  sse: string;
-  json: string;
-}
+export type { Consumer, Entry, Filter, LocalEvent };
 
-export type Entry = RingEntry<LocalEvent>;
-
-/** Unread bytes a consumer may leave before it is cut off (it resumes by id from the ring). */
-export const CONSUMER_BUFFER_LIMIT = 1024 * 1024;
 const KEEPALIVE_MS = 15_000;
 
 export interface ListenerOptions {
@@ -36,24 +30,6 @@ export interface ListenerOptions {
   token: string | null;
   clock: Clock;
   log: Logger;
-}
-
-/** What a consumer asked for; an empty list lets everything through. */
-export interface Filter {
-  types: string[];
-  domains: string[];
-  missions: string[];
-}
-
-/** One reader of the stream: an SSE response, a WebSocket, a mgmt.sock subscription. */
-export interface Consumer {
-  filter: Filter;
-  /** Sends one live entry; a consumer too far behind is cut off (it resumes by id). */
-  send(e: Entry): void;
-  /** Sends the replay at once: its size is bounded by the ring, so it does not count against the limit. */
-  replay(entries: Entry[]): void;
-  keepalive(): void;
-  close(): void;
 }
 
 function passes(f: Filter, e: Entry): boolean {

@@ -11,7 +11,8 @@ import {
   EventsUnsubscribeParams,
 } from '../../protocol/local-feed.js';
 import type { MethodRegistry } from '../context.js';
-import { CONSUMER_BUFFER_LIMIT, type Consumer, type Entry, type FanoutListener } from './listener.js';
+import { CONSUMER_BUFFER_LIMIT, type Consumer, type Entry } from './consumer.js';
+import type { FanoutListener } from './listener.js';
 import { parseEventKey } from './ring.js';
 
 export interface EventMethodsOptions {

@@ -3,12 +3,13 @@
 // starts with hello (a fresh attach secret per svcd start, the running agents); the tower's
 // messages (task_ready, task_cancelled, attach.open) go to whoever subscribed with on().
 // Reconnects with backoff (1 s doubling to 30 s, jittered); both sides ping, and a channel
-// silent for DEAD_AFTER_MS is dropped and reopened.
-import { randomBytes } from 'node:crypto';
-import WebSocket from 'ws';
+// silent for DEAD_AFTER_MS is dropped and reopened. The WebSocket is our own small client
+// (lib/websocket-client.ts), not `ws`, to keep http/tls/zlib/crypto out of an idle daemon.
 import { Backoff } from '../../lib/backoff.js';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
+import { randomBytes } from '../../lib/random.js';
+import { WebSocketClient as WebSocket } from '../../lib/websocket-client.js';
 import {
   type AgentStatusMsg,
   CONTROL_PATH,
@@ -106,7 +107,7 @@ export function createControlChannel(deps: ControlDeps): ControlChannel {
     if (stopped) return;
     const ws = new WebSocket(url, {
       headers: { authorization: `Bearer ${deps.jwt}` },
-      handshakeTimeout: 10_000,
+      handshakeTimeoutMs: 10_000,
     });
     socket = ws;
     welcomed = false;
@@ -128,12 +129,12 @@ export function createControlChannel(deps: ControlDeps): ControlChannel {
     });
     ws.on('ping', seen);
     ws.on('pong', seen);
-    ws.on('unexpected-response', (_req, res) => {
+    ws.on('unexpected-response', (statusCode) => {
       refused = true;
       lastError =
-        res.statusCode === 401
+        statusCode === 401
           ? 'the tower refused the node credential (401): re-register with "svc agent node register --force"'
-          : `HTTP ${res.statusCode}`;
+          : `HTTP ${statusCode}`;
       ws.terminate();
     });
     ws.on('message', (data) => {

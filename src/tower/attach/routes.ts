@@ -12,7 +12,6 @@ import {
   ATTACH_WS_PATH,
   type AttachTicket,
   AttachTicketRequest,
-  attachSignature,
   closeCodeOf,
   DIAL_BACK_TIMEOUT_MS,
   type ErrorFrame,
@@ -20,6 +19,7 @@ import {
   parseSizeQuery,
   TICKET_TTL_MS,
 } from '../../protocol/attach.js';
+import { attachSignature } from '../../protocol/attach-signature.js';
 import { type ErrorCode, isSvcError, SvcError } from '../../protocol/errors.js';
 import { canSeeDomain, hasScope, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
