@@ -24,9 +24,10 @@ export interface TowerContext {
   config: TowerConfig;
   write: Write;
   /**
-   * Fires when events written on this replica became readable: at commit on SQLite, after
-   * the sequencer numbered them on PostgreSQL (other replicas' events: LISTEN on
-   * feed/event-log.ts notifyChannel). Readers select `id > last` and never see NULL ids.
+   * Fires when events written on this replica became readable: at commit on SQLite, once
+   * the sequencer moved the watermark of `feed_events` past them on PostgreSQL (other
+   * replicas' events: LISTEN on feed/event-log.ts notifyChannel). Readers select `id > last`
+   * from `feed_events`.
    */
   eventsCommitted: Signal<void>;
   auth: Authenticator;

@@ -83,7 +83,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     const keys = new SigningKeys(store.db, store.dialect, clock);
     await keys.init();
     const eventsCommitted = new Signal<void>((e) => log.error({ err: e }, 'events listener failed'));
-    // SQLite events are readable at commit; PostgreSQL ones once the sequencer numbered them.
+    // SQLite events are readable at commit; PostgreSQL ones once below the sequencer's watermark.
     const sequencer = createSequencer({ store, clock, log, sequenced: eventsCommitted });
     const write = createWrite(store, clock, () =>
       store.dialect === 'postgres' ? sequencer.kick() : eventsCommitted.emit(),

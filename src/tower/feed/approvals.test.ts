@@ -17,7 +17,7 @@ describe.each(STORES)('approvals and inbox on %s', (store) => {
         .selectFrom('events')
         .select(['type', 'status', 'payload'])
         .where('type', '=', type)
-        .orderBy(store === 'postgres' ? ('pk' as 'id') : 'id')
+        .orderBy('id')
         .execute()
     ).map((e) => ({ status: e.status, payload: JSON.parse(e.payload) as Record<string, unknown> }));
 

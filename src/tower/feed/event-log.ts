@@ -1,9 +1,10 @@
 // Appends feed events inside the transaction of the change they describe. Ids must be
 // strictly increasing in the order events become visible, so a reader that resumes after id
 // N never misses a smaller id committed later. SQLite has one writer: the rowid is that
-// order. On PostgreSQL rows are inserted unnumbered and the sequencer numbers them after
-// commit (feed/sequencer.ts). Writers do not NOTIFY: PostgreSQL serializes the commits of
-// notifying transactions, which capped writes at one fsync each.
+// order. On PostgreSQL the id comes from a sequence at insert and readers read
+// `feed_events`, below a watermark every smaller id of which is settled (feed/sequencer.ts).
+// Writers do not NOTIFY: PostgreSQL serializes the commits of notifying transactions, which
+// capped writes at one fsync each.
 import type { Transaction } from 'kysely';
 import { iso } from '../../lib/clock.js';
 import type { FeedEvent, NewEvent } from '../../protocol/events.js';

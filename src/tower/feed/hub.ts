@@ -344,7 +344,7 @@ export class FeedHub {
 
   private async page(after: bigint, limit: number): Promise<FeedEvent[]> {
     const rows = await this.deps.store.db
-      .selectFrom('events')
+      .selectFrom('feed_events')
       .select(['id', 'ts', 'type', 'domain_id', 'mission_id', 'agent_id', 'status', 'payload'])
       .where('id', '>', this.idParam(after))
       .orderBy('id')
@@ -355,7 +355,7 @@ export class FeedHub {
 
   private async bounds(): Promise<{ min: bigint | null; max: bigint }> {
     const r = await this.deps.store.db
-      .selectFrom('events')
+      .selectFrom('feed_events')
       .select((eb) => [eb.fn.min('id').as('min'), eb.fn.max('id').as('max')])
       .where('id', 'is not', null)
       .executeTakeFirst();

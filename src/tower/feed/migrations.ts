@@ -1,6 +1,6 @@
 // The feed area's tables: idempotency keys of node-published events, approvals and inbox
-// messages. (The events table itself is core: migration 1.)
-import type { Kysely } from 'kysely';
+// messages. (The events table itself is core: migration 1; how its ids are given: 11.)
+import { type Kysely, sql } from 'kysely';
 import type { Migration } from '../store/migrations.js';
 
 export interface NodeEventKeyRow {
@@ -80,5 +80,48 @@ export const feedMigration: Migration = {
       .addColumn('created_at', 'text', (c) => c.notNull())
       .execute();
     await db.schema.createIndex('inbox_agent').on('inbox_messages').columns(['agent_id', 'id']).execute();
+  },
+};
+
+/**
+ * PostgreSQL: event ids assigned at insert from a sequence, instead of by the sequencer
+ * updating every committed row afterwards (a second row version and three index entries per
+ * event, the largest single cost of the mesh hot path). Ids are then in insertion order,
+ * not commit order, so readers read through `feed_events`: the events at or below the
+ * watermark `event_watermark.w`, below which every id belongs to a transaction that has
+ * ended (feed/sequencer.ts). SQLite has one writer: its rowid is already commit order, and
+ * `feed_events` is the whole table.
+ *
+ * Upgrading a store keeps every event and its id: rows the old sequencer had not numbered
+ * yet are numbered first (in insertion order, as it would have), and the sequence starts
+ * after the highest id. The sequence must not cache values (CACHE 1, the default): the
+ * watermark reads its last value as the highest id handed out.
+ */
+export const feedEventIdsMigration: Migration = {
+  version: 11,
+  name: 'feed: event ids at insert, read below a watermark',
+  async up(db: Kysely<unknown>, dialect) {
+    if (dialect !== 'postgres') {
+      await sql`create view feed_events as select * from events`.execute(db);
+      return;
+    }
+    // Writers of replicas still running the old code wait until this transaction ends.
+    await sql`lock table events in exclusive mode`.execute(db);
+    await sql`with pending as (
+        select pk, row_number() over (order by pk) as n from events where id is null
+      ), base as (select coalesce(max(id), 0) as b from events)
+      update events set id = base.b + pending.n from pending, base where events.pk = pending.pk`.execute(db);
+    await sql`create sequence events_id_seq as bigint cache 1`.execute(db);
+    await sql`select setval('events_id_seq', coalesce(max(id), 0) + 1, false) from events`.execute(db);
+    // Dropping pk drops its primary key and the partial index of unnumbered rows.
+    await sql`alter table events drop column pk`.execute(db);
+    await sql`alter table events alter column id set not null,
+      alter column id set default nextval('events_id_seq'),
+      drop constraint events_id_key, add constraint events_pkey primary key (id)`.execute(db);
+    await sql`alter sequence events_id_seq owned by events.id`.execute(db);
+    await sql`create table event_watermark (w bigint not null)`.execute(db);
+    await sql`insert into event_watermark select coalesce(max(id), 0) from events`.execute(db);
+    await sql`create view feed_events as
+      select * from events where id <= (select w from event_watermark)`.execute(db);
   },
 };

@@ -1,10 +1,12 @@
 // Resume is exact: every later visible event once, in order, across the switch from replay to
-// live while writes keep committing; and on PostgreSQL an event whose transaction commits
-// after a later one is numbered after it, so no reader skips it.
+// live while writes keep committing; and on PostgreSQL, while a transaction holding a smaller
+// id is open, later commits stay unreadable, so no reader skips its event.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStream } from '../../../test/support/feed-stream.js';
 import { waitFor } from '../../../test/support/poll.js';
 import { STORES, startTestTower, type TestTower } from '../../../test/support/tower.js';
+import { Signal } from '../../lib/signal.js';
+import { createSequencer } from './sequencer.js';
 
 describe.each(STORES)('feed resume on %s', (store) => {
   let t: TestTower;
@@ -20,9 +22,8 @@ describe.each(STORES)('feed resume on %s', (store) => {
 
   async function idsOfDomain(domainId: string): Promise<string[]> {
     const rows = await t.tower.ctx.store.db
-      .selectFrom('events')
+      .selectFrom('feed_events')
       .select('id')
-      .where('id', 'is not', null)
       .where('domain_id', '=', domainId)
       .orderBy('id')
       .execute();
@@ -75,24 +76,23 @@ describe.each(STORES)('feed resume on %s', (store) => {
 
   async function headId(): Promise<string> {
     const r = await t.tower.ctx.store.db
-      .selectFrom('events')
+      .selectFrom('feed_events')
       .select((eb) => eb.fn.max('id').as('max'))
-      .where('id', 'is not', null)
       .executeTakeFirst();
     return String(r?.max ?? 0);
   }
 
   it.runIf(store === 'postgres')(
-    'numbers an event whose transaction commits late after the events committed meanwhile',
+    'holds back events committed while a transaction with a smaller id is open, then gives all in id order',
     async () => {
       const d = (await t.call('POST', '/domains', { name: 'late-commit' })).body.id as string;
-      await waitFor('the domain event numbered', async () => (await idsOfDomain(d)).length === 1);
+      await waitFor('the domain event readable', async () => (await idsOfDomain(d)).length === 1);
       const live = openStream(
         `${base}/events/stream?domain_id=${d}&last_event_id=${await headId()}`,
         t.adminToken,
       );
       await waitFor('the stream to open', () => live.status() === 200);
-      // A write that inserts its event first and commits last.
+      // A write that inserts its event first (the smaller id) and commits last.
       let release = () => {};
       const gate = new Promise<void>((r) => {
         release = r;
@@ -119,24 +119,35 @@ describe.each(STORES)('feed resume on %s', (store) => {
       });
       await didInsert;
       await t.call('POST', `/domains/${d}/m`, { name: 'early' });
-      await waitFor('the early event', () => live.got.length >= 1);
+      // A pass that starts after the early commit (stop waits for it) leaves the watermark
+      // below the open transaction's id: neither event is readable yet.
+      const { ctx } = t.tower;
+      const probe = createSequencer({
+        store: ctx.store,
+        clock: ctx.clock,
+        log: ctx.log,
+        sequenced: new Signal(),
+      });
+      await probe.start();
+      await probe.stop();
+      expect(await idsOfDomain(d)).toHaveLength(1);
+      expect(live.got).toEqual([]);
       release();
       await late;
-      // The sequencer is kicked by writes that queue events through tx.emit; this one
-      // inserted directly, so the next write (or the 1 s backstop) numbers it.
       await t.call('POST', `/domains/${d}/m`, { name: 'after' });
       await waitFor('all three events', () => live.got.length >= 3);
       expect(
         live.got.map((e) => (e.data.payload as { name?: string; which?: string }).name ?? 'late'),
-      ).toEqual(['early', 'late', 'after']);
+      ).toEqual(['late', 'early', 'after']);
       const ids = live.got.map((e) => BigInt(e.id ?? '0'));
-      expect(ids[0] !== undefined && ids[1] !== undefined && ids[0] < ids[1]).toBe(true);
-      // A reader resuming after the early event still gets the late one.
+      expect(ids[0] !== undefined && ids[1] !== undefined && ids[2] !== undefined).toBe(true);
+      expect((ids[0] as bigint) < (ids[1] as bigint) && (ids[1] as bigint) < (ids[2] as bigint)).toBe(true);
+      // A reader resuming after the late event gets the two later ones.
       const resumed = openStream(
         `${base}/events/stream?domain_id=${d}&last_event_id=${live.got[0]?.id}`,
         t.adminToken,
       );
-      await waitFor('the late and after events', () => resumed.got.length >= 2);
+      await waitFor('the early and after events', () => resumed.got.length >= 2);
       expect(resumed.got.map((e) => e.id)).toEqual(live.got.slice(1).map((e) => e.id));
       await Promise.all([live.close(), resumed.close()]);
     },

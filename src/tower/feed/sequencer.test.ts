@@ -1,8 +1,11 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/poll.js';
 import { startTestTower, type TestTower } from '../../../test/support/tower.js';
+import { Signal } from '../../lib/signal.js';
+import { createSequencer } from './sequencer.js';
 
-describe('event sequencing on postgres', () => {
+describe('event watermark on postgres', () => {
   let t: TestTower;
   beforeAll(async () => {
     t = await startTestTower('postgres', { rateLimit: { limit: 0, windowMs: 60_000 } });
@@ -11,37 +14,123 @@ describe('event sequencing on postgres', () => {
     await t.close();
   });
 
-  it('numbers events of concurrent transactions 1..n without gaps, each once', async () => {
+  const visibleIds = async () =>
+    (await t.tower.ctx.store.db.selectFrom('feed_events').select('id').orderBy('id').execute()).map((r) =>
+      Number(r.id),
+    );
+
+  it('gives events of concurrent transactions distinct increasing ids, all readable in the end', async () => {
     const d = await t.call('POST', '/domains', { name: 'seq' });
     const writes = Array.from({ length: 40 }, (_, i) =>
       t.call('POST', `/domains/${d.body.id}/m`, { name: `m${i}` }),
     );
     await Promise.all(writes);
-    const rows = await waitFor('all events numbered', async () => {
-      const r = await t.tower.ctx.store.db.selectFrom('events').select(['pk', 'id']).orderBy('pk').execute();
-      return r.every((x) => x.id !== null) ? r : null;
+    const all = (await t.tower.ctx.store.db.selectFrom('events').select('id').orderBy('id').execute()).map(
+      (r) => Number(r.id),
+    );
+    expect(new Set(all).size).toBe(all.length);
+    const visible = await waitFor('all events below the watermark', async () => {
+      const v = await visibleIds();
+      return v.length === all.length ? v : null;
     });
-    // Transactions may commit out of insertion order; ids follow visibility, not insertion.
-    const ids = rows.map((r) => Number(r.id)).sort((a, b) => a - b);
-    expect(ids).toEqual(Array.from({ length: rows.length }, (_, i) => i + 1));
+    expect(visible).toEqual(all);
   });
 
-  it('signals local readers after numbering', async () => {
+  it('keeps a later commit unreadable while a transaction holding a smaller id is open', async () => {
+    const d = await t.call('POST', '/domains', { name: 'hold' });
+    const c = new pg.Client({ connectionString: t.databaseUrl });
+    const schema = new URL(t.databaseUrl as string).searchParams.get('schema');
+    await c.connect();
+    try {
+      await c.query(`set search_path to "${schema}"`);
+      await c.query('begin');
+      const held = await c.query<{ id: string }>(
+        `insert into events (ts, type, domain_id, payload) values ('2026-01-01T00:00:00.000Z', 'matrix', $1, '{}')
+         returning id`,
+        [d.body.id],
+      );
+      const heldId = Number(held.rows[0]?.id);
+      // Committed after the held insert, so its id is larger.
+      const m = await t.call('POST', `/domains/${d.body.id}/m`, { name: 'later' });
+      expect(m.status).toBe(201);
+      const later = Math.max(
+        ...(await t.tower.ctx.store.db.selectFrom('events').select('id').execute()).map((r) => Number(r.id)),
+      );
+      expect(later).toBeGreaterThan(heldId);
+      // A pass that starts after that commit (stop waits for the pass under way) cannot move
+      // the watermark to the held id or past it while the holder is open.
+      const { ctx } = t.tower;
+      const probe = createSequencer({
+        store: ctx.store,
+        clock: ctx.clock,
+        log: ctx.log,
+        sequenced: new Signal(),
+      });
+      await probe.start();
+      await probe.stop();
+      const w0 = await t.tower.ctx.store.db
+        .selectFrom('event_watermark')
+        .select('w')
+        .executeTakeFirstOrThrow();
+      expect(Number(w0.w)).toBeLessThan(heldId);
+      expect((await visibleIds()).filter((id) => id >= heldId)).toEqual([]);
+      await c.query('commit');
+      const v = await waitFor('both readable', async () => {
+        const ids = await visibleIds();
+        return ids.includes(later) ? ids : null;
+      });
+      expect(v).toContain(heldId);
+    } finally {
+      await c.query('rollback').catch(() => {});
+      await c.end();
+    }
+  });
+
+  it('skips the id of a rolled-back insert and moves on', async () => {
+    const d = await t.call('POST', '/domains', { name: 'abort' });
+    const c = new pg.Client({ connectionString: t.databaseUrl });
+    const schema = new URL(t.databaseUrl as string).searchParams.get('schema');
+    await c.connect();
+    try {
+      await c.query(`set search_path to "${schema}"`);
+      await c.query('begin');
+      await c.query(
+        `insert into events (ts, type, domain_id, payload) values ('2026-01-01T00:00:00.000Z', 'matrix', $1, '{}')`,
+        [d.body.id],
+      );
+      await c.query('rollback');
+    } finally {
+      await c.end();
+    }
+    const m = await t.call('POST', `/domains/${d.body.id}/m`, { name: 'after-abort' });
+    expect(m.status).toBe(201);
+    await waitFor('the later event readable', async () => {
+      const r = await t.tower.ctx.store.db
+        .selectFrom('feed_events')
+        .select('id')
+        .where('mission_id', '=', m.body.id as string)
+        .executeTakeFirst();
+      return r ?? null;
+    });
+  });
+
+  it('signals local readers after advancing the watermark', async () => {
     let fired = 0;
     const off = t.tower.ctx.eventsCommitted.on(() => {
       fired++;
     });
     try {
       await t.call('POST', '/domains', { name: 'signal' });
-      await waitFor('sequenced signal', () => fired > 0);
-      const last = await t.tower.ctx.store.db
-        .selectFrom('events')
-        .select('id')
-        .where('id', 'is not', null)
-        .orderBy('id', 'desc')
-        .limit(1)
+      await waitFor('watermark signal', () => fired > 0);
+      const w = await t.tower.ctx.store.db
+        .selectFrom('event_watermark')
+        .select('w')
         .executeTakeFirstOrThrow();
-      expect(last.id).not.toBeNull();
+      const max = await t.tower.ctx.store.db
+        .selectFrom('events')
+        .select((eb) => eb.fn.max('id').as('max'))
+        .executeTakeFirstOrThrow();
+      expect(Number(w.w)).toBe(Number(max.max));
     } finally {
       off();
     }

@@ -1,9 +1,26 @@
-// PostgreSQL only: numbers committed feed events. Writers insert events with id NULL (no
-// lock, so they commit concurrently); one sequencer at a time per schema (advisory lock)
-// gives every committed, unnumbered row the next ids in insertion order, commits, and
-// notifies readers. Visibility order therefore equals id order, which is what makes
-// "resume after id N" exact. Every replica runs one, kicked after its own commits; they
-// take turns on the lock, and a short poll numbers rows a crashed replica left behind.
+// PostgreSQL only: advances the watermark below which feed events are readable.
+//
+// Writers give each event its id at insert (nextval of events_id_seq, feed/migrations.ts
+// version 11) and commit concurrently, so ids are in insertion order and a transaction may
+// commit after one holding a larger id. Readers read `feed_events`: ids up to the watermark
+// W (table event_watermark), chosen so that every id <= W belongs to a transaction that has
+// committed or rolled back. Reading `id > N and id <= W` therefore gives every event after N
+// exactly once, in id order, however commits interleave: "resume after id N" stays exact.
+//
+// How W is found, without blocking writers: a pass reads the sequence's last value L, then
+// the transactions holding ROW EXCLUSIVE on events (pg_locks). An id <= L was handed out
+// inside an INSERT into events, which holds that lock from before nextval until its
+// transaction ends; so each such transaction had ended when L was read, or is in that set.
+// Once none of the set holds the lock any more (a later pass sees none of them), W = L.
+// With no writer in flight that is the same pass. The candidates (L, set) wait in memory
+// and each later pass settles the newest one it can. Aborted inserts leave holes in the
+// ids; ids are strictly increasing, not dense.
+//
+// Every replica runs one, kicked after its own commits; publishing W is monotone
+// (`where w < W`), so replicas need no turn-taking. A replica that publishes notifies the
+// others' readers; a short poll covers events of a replica that died before its pass.
+// A transaction holds W back from its event insert to its end: writers insert their events
+// last, just before COMMIT (store/tx.ts, mesh/pg-queue.ts).
 import pg from 'pg';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
@@ -11,25 +28,33 @@ import type { Signal } from '../../lib/signal.js';
 import type { Store } from '../store/open.js';
 import { notifyChannel } from './event-log.js';
 
-const SEQ_LOCK_NS = 0x5e5d;
-const BATCH = 5000;
-/** Backstop for rows left by a replica that died between commit and numbering. */
+/** Backstop for events of a replica that died between commit and its pass. */
 const POLL_MS = 1000;
-/** Pause between back-to-back passes while writes keep arriving (real time, not the clock). */
+/** Pause between passes while a candidate waits or writes keep arriving (real time). */
 const BUSY_GAP_MS = Number(process.env.SVC_SEQ_GAP_MS ?? 2);
+/** Longest pause between passes while a candidate waits for a writer. */
+const MAX_GAP_MS = 50;
+/** Candidates waiting at once (each later one is a newer watermark). */
+const MAX_CANDIDATES = 8;
 
 export interface Sequencer {
   start(): Promise<void>;
-  /** Asks for a sequencing pass soon (coalesced). */
+  /** Asks for a pass soon (coalesced). */
   kick(): void;
   stop(): Promise<void>;
+}
+
+/** A watermark that becomes true once none of `holders` holds its lock any more. */
+interface Candidate {
+  last: bigint;
+  holders: string[];
 }
 
 export function createSequencer(deps: {
   store: Store;
   clock: Clock;
   log: Logger;
-  /** Emitted after this replica numbered events (local readers wake on it). */
+  /** Emitted after this replica advanced the watermark (local readers wake on it). */
   sequenced: Signal<void>;
 }): Sequencer {
   const { store, clock } = deps;
@@ -39,44 +64,62 @@ export function createSequencer(deps: {
   let stopped = false;
   let poll: TimerHandle | null = null;
   let client: pg.Client | null = null;
+  let candidates: Candidate[] = [];
+  /** Highest W this replica published or read back. */
+  let published = -1n;
   const channel = notifyChannel(store.schema).replace(/'/g, "''");
-  const passSql = `
-    begin;
-    set local enable_bitmapscan = off;
-    select pg_advisory_xact_lock(${SEQ_LOCK_NS}, hashtext(current_schema()));
-    with pending as (
-      select pk, row_number() over (order by pk) as n
-      from (select pk from events where id is null order by pk limit ${BATCH}) p
-    ), base as (select coalesce(max(id), 0) as b from events),
-    numbered as (
-      update events set id = base.b + pending.n from pending, base where events.pk = pending.pk returning 1
-    )
-    select count(*)::int as n, case when count(*) > 0 then pg_notify('${channel}', '') end from numbered;
-    commit;`;
+  // Two statements of one simple query run in order: the holders are read after L.
+  const observeSql = `
+    select last_value::text as last, is_called from events_id_seq;
+    select coalesce(array_agg(pid || ':' || virtualtransaction), '{}') as holders from pg_locks
+      where locktype = 'relation' and relation = 'events'::regclass and mode = 'RowExclusiveLock'
+        and database = (select oid from pg_database where datname = current_database())
+        and pid <> pg_backend_pid();`;
+  const publishSql = `with u as (update event_watermark set w = $1::bigint where w < $1::bigint returning 1)
+    select count(*)::int as n, case when count(*) > 0 then pg_notify('${channel}', '') end from u`;
 
-  // Unnumbered rows are read in pk order through the partial index events_unsequenced. Each
-  // pass's UPDATE leaves the rows' old (id NULL) versions behind in that index until vacuum;
-  // an index scan marks their entries dead as it passes them (later passes skip them), a
-  // bitmap scan never does and would visit every one of them again on every pass (measured:
-  // ~10 000 entries and ~500 heap pages per pass midway through bench/queue, 3 ms instead of
-  // 0.1 ms). The planner, seeing few unnumbered rows, prefers the bitmap scan: hence SET LOCAL.
+  async function connection(): Promise<pg.Client> {
+    if (client) return client;
+    const c = new pg.Client(store.pgConfig ?? {});
+    c.on('error', (e) => {
+      log.warn({ err: e.message }, 'sequencer connection lost; reconnecting on the next pass');
+      if (client === c) client = null;
+    });
+    await c.connect();
+    client = c;
+    return c;
+  }
+
   /**
-   * One pass in one round trip on the sequencer's own connection (never waiting behind
-   * HTTP requests for a pool slot). Statements of a simple query each take a fresh
-   * snapshot, so max(id) is read after the lock is held.
+   * One pass on the sequencer's own connection (never waiting behind HTTP requests for a
+   * pool slot). `waiting`: candidates still wait; `settled`: one settled.
    */
-  async function pass(): Promise<number> {
-    if (!client) {
-      const c = new pg.Client(store.pgConfig ?? {});
-      c.on('error', (e) => {
-        log.warn({ err: e.message }, 'sequencer connection lost; reconnecting on the next pass');
-        if (client === c) client = null;
-      });
-      await c.connect();
-      client = c;
+  async function pass(): Promise<{ waiting: boolean; settled: boolean }> {
+    const c = await connection();
+    const [seq, locks] = (await c.query(observeSql)) as unknown as [
+      pg.QueryResult<{ last: string; is_called: boolean }>,
+      pg.QueryResult<{ holders: string[] }>,
+    ];
+    const s = seq.rows[0] as { last: string; is_called: boolean };
+    const last = s.is_called ? BigInt(s.last) : BigInt(s.last) - 1n;
+    const holders = new Set(locks.rows[0]?.holders ?? []);
+    // A writer that never ends holds every candidate back; their number stays bounded.
+    if (candidates.length < MAX_CANDIDATES) candidates.push({ last, holders: [...holders] });
+    let settled = -1;
+    candidates.forEach((cand, i) => {
+      if (cand.holders.every((h) => !holders.has(h))) settled = i;
+    });
+    if (settled >= 0) {
+      const w = (candidates[settled] as Candidate).last;
+      candidates = candidates.slice(settled + 1);
+      if (w > published) {
+        // No row updated: another replica published W or more already and told the readers.
+        await c.query(publishSql, [String(w)]);
+        published = w;
+        deps.sequenced.emit();
+      }
     }
-    const results = (await client.query(passSql)) as unknown as pg.QueryResult<{ n: number }>[];
-    return results[3]?.rows[0]?.n ?? 0;
+    return { waiting: candidates.length > 0, settled: settled >= 0 };
   }
 
   function kick(): void {
@@ -87,19 +130,21 @@ export function createSequencer(deps: {
     }
     running = (async () => {
       try {
+        let waiting = false;
+        let gap = BUSY_GAP_MS;
         do {
           again = false;
-          let n: number;
-          do {
-            n = await pass();
-            if (n > 0) deps.sequenced.emit();
-          } while (n === BATCH && !stopped);
-          // Busy: let rows gather for a moment, so one pass (one commit, one fsync) numbers
-          // many. A lone write is numbered at once; under load this bounds passes per second.
-          if (again && !stopped) await new Promise((r) => setTimeout(r, BUSY_GAP_MS));
-        } while (again && !stopped);
+          const r = await pass();
+          waiting = r.waiting;
+          // Busy: let writes gather for a moment, so one pass (one commit, one fsync)
+          // publishes many. A lone write is published at once. While a writer stays in
+          // flight, passes back off.
+          gap = r.settled ? BUSY_GAP_MS : Math.min(gap * 2, MAX_GAP_MS);
+          if ((again || waiting) && !stopped) await new Promise((r) => setTimeout(r, gap));
+        } while ((again || waiting) && !stopped);
       } catch (e) {
-        if (!stopped) log.error({ err: e }, 'sequencing failed; retrying on the next wake-up');
+        if (!stopped)
+          log.error({ err: e }, 'advancing the feed watermark failed; retrying on the next wake-up');
       } finally {
         running = null;
       }

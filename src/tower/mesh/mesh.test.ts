@@ -463,8 +463,8 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
       .selectAll()
       .where('mission_id', '=', m)
       .execute();
-    // Insertion order: pk on PostgreSQL (ids may not be numbered yet), the id on SQLite.
-    events.sort((a, b) => Number(a.pk ?? a.id) - Number(b.pk ?? b.id));
+    // Insertion order: the id on both stores (given at insert).
+    events.sort((a, b) => Number(a.id) - Number(b.id));
     for (const c of all) {
       const mine = events
         .map((e) => ({ ...e, p: JSON.parse(e.payload) as Record<string, unknown> }))

@@ -4,9 +4,9 @@
 //
 // A claim picks with `FOR UPDATE SKIP LOCKED` (a row another claimer holds is passed over,
 // never waited for), updates the picked rows, and appends their `matrix` events, all in
-// data-modifying CTEs of one statement, which commit or roll back together. Events are
-// inserted unnumbered like every other write's; the sequencer numbers them after commit, so
-// feed ordering is the same as for any transaction. The agent's authorization (domain, node)
+// data-modifying CTEs of one statement, which commit or roll back together. Events get their
+// ids at insert like every other write's and become readable below the sequencer's
+// watermark, so feed ordering is the same as for any transaction. The agent's authorization (domain, node)
 // and capabilities are read in the same statement; its domain and capabilities are scalar
 // subqueries so the scan of the pending index keeps its order and stops at LIMIT.
 //

@@ -185,7 +185,7 @@ describe.each(STORES)('mesh task transitions on %s', (store) => {
       .where('type', '=', 'matrix')
       .where('payload', 'like', `%${taskId}%`)
       .execute();
-    rows.sort((a, b) => Number(a.pk ?? a.id) - Number(b.pk ?? b.id));
+    rows.sort((a, b) => Number(a.id) - Number(b.id));
     return rows.map((r) => (JSON.parse(r.payload) as { action: string }).action);
   }
 

@@ -2,7 +2,7 @@
 // and is recorded in svc_migrations; on PostgreSQL a session advisory lock makes two
 // replicas that start together migrate once (the second waits, then finds nothing to do).
 import { type Kysely, sql } from 'kysely';
-import { feedMigration } from '../feed/migrations.js';
+import { feedEventIdsMigration, feedMigration } from '../feed/migrations.js';
 import { meshMigration, meshPartialIndexesMigration } from '../mesh/migrations.js';
 import { secretsMigration } from '../secrets/migrations.js';
 import type { Dialect } from './types.js';
@@ -101,8 +101,9 @@ const core: Migration = {
       .addColumn('updated_at', 'text', (c) => c.notNull())
       .execute();
     // Event ids must grow in the order events become visible. SQLite has one writer, so the
-    // rowid does; on PostgreSQL concurrent commits can finish out of id order, so rows are
-    // inserted with id NULL and the sequencer (feed/sequencer.ts) numbers committed rows.
+    // rowid does; on PostgreSQL concurrent commits can finish out of id order, so rows were
+    // inserted with id NULL and numbered after commit. Since migration 11 (feed/migrations.ts)
+    // they get their id at insert and readers stay below a watermark instead.
     let events = db.schema.createTable('events');
     events =
       dialect === 'postgres'
@@ -130,6 +131,7 @@ const core: Migration = {
 export const MIGRATIONS: Migration[] = [
   core,
   feedMigration,
+  feedEventIdsMigration,
   meshMigration,
   meshPartialIndexesMigration,
   secretsMigration,

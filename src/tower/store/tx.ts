@@ -37,8 +37,8 @@ export interface Write {
   /**
    * PostgreSQL only: runs one named statement in its own implicit transaction (one round
    * trip, no BEGIN/COMMIT) and returns its rows. The statement appends its own events
-   * (id NULL, numbered by the sequencer); `appended(rows)` says whether it did, so the
-   * sequencer is woken only then. Hot paths (mesh claim and complete) use it.
+   * (readable once below the sequencer's watermark); `appended(rows)` says whether it did,
+   * so the sequencer is woken only then. Hot paths (mesh claim and complete) use it.
    */
   statement<R>(query: PgStatement, appended: (rows: R[]) => boolean): Promise<R[]>;
 }

@@ -89,13 +89,12 @@ export interface NodeRow {
 }
 
 export interface EventRow {
-  /** PostgreSQL only: insertion order; `id` is assigned after commit by the sequencer. */
-  pk?: Generated<string>;
   /**
-   * The public, strictly increasing event id: bigint on PostgreSQL (a decimal string; NULL
-   * until sequenced, so readers never see it early), the rowid on SQLite.
+   * The public, strictly increasing event id, given at insert: bigint on PostgreSQL (a
+   * decimal string), the rowid on SQLite. Readers read `feed_events`, where an id appears
+   * only once every smaller one is settled (feed/sequencer.ts).
    */
-  id: Generated<string | number | null>;
+  id: Generated<string | number>;
   ts: string;
   type: string;
   domain_id: string | null;
@@ -121,6 +120,10 @@ export interface Tables extends FeedTables, MeshTables {
   signing_keys: SigningKeyRow;
   nodes: NodeRow;
   events: EventRow;
+  /** The events readers may read (feed/migrations.ts, version 11). */
+  feed_events: EventRow;
+  /** PostgreSQL only: one row, the watermark of feed_events. */
+  event_watermark: { w: string };
   svc_migrations: MigrationRow;
 }
 

@@ -1,0 +1,63 @@
+// Upgrading a PostgreSQL store to event ids given at insert (migration 11) keeps every event
+// and its id; events the old sequencer had not numbered yet get the next ids, and new ones
+// come after all of them.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTestSchema, type TestSchema } from '../../../test/support/pg.js';
+import { FakeClock } from '../../lib/clock.js';
+import { MIGRATIONS } from '../store/migrations.js';
+import { migrate, openStore, type Store } from '../store/open.js';
+
+describe('event id migration on postgres', () => {
+  let store: Store | undefined;
+  let schema: TestSchema | undefined;
+  let dir: string | undefined;
+  afterEach(async () => {
+    await store?.close();
+    await schema?.drop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps existing events and ids, numbers the unnumbered ones next, and continues after them', async () => {
+    schema = await createTestSchema();
+    dir = mkdtempSync(join(tmpdir(), 'svc-evmig-'));
+    store = await openStore({ dataDir: dir, database: schema.url });
+    const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
+    await migrate(
+      store,
+      clock,
+      MIGRATIONS.filter((m) => m.version < 11),
+    );
+    const db = store.db;
+    const ev = (n: number) =>
+      sql`insert into events (ts, type, payload) values ('2026-11-23T10:00:00.000Z', 'matrix', ${JSON.stringify({ n })})`;
+    // Five events, the first three numbered (with a hole left by retention), two not yet.
+    for (let n = 1; n <= 5; n++) await ev(n).execute(db);
+    await sql`update events set id = pk + 10 where pk <= 3`.execute(db);
+    await sql`delete from events where id = 12`.execute(db);
+
+    expect(await migrate(store, clock)).toContain(11);
+
+    const rows = await db.selectFrom('events').select(['id', 'payload']).orderBy('id').execute();
+    expect(rows.map((r) => [Number(r.id), (JSON.parse(r.payload) as { n: number }).n])).toEqual([
+      [11, 1],
+      [13, 3],
+      [14, 4],
+      [15, 5],
+    ]);
+    const visible = await db.selectFrom('feed_events').select('id').orderBy('id').execute();
+    expect(visible.map((r) => Number(r.id))).toEqual([11, 13, 14, 15]);
+    await ev(6).execute(db);
+    const next = await db
+      .selectFrom('events')
+      .select('id')
+      .where('payload', '=', '{"n":6}')
+      .executeTakeFirstOrThrow();
+    expect(Number(next.id)).toBe(16);
+    // Not readable until the watermark passes it (no sequencer runs here).
+    expect(await db.selectFrom('feed_events').select('id').where('id', '=', next.id).execute()).toEqual([]);
+  });
+});
