@@ -277,7 +277,7 @@ function openSocketIo(i) {
 }
 
 async function connectAll() {
-  const open = kind === 'svc' ? openSse : kind === 'svc-ws' ? openWs : openSocketIo;
+  const open = kind === 'svc' || kind === 'svc-base' ? openSse : kind === 'svc-ws' ? openWs : openSocketIo;
   // In waves, so the listen backlog never overflows.
   for (let i = 0; i < N; i += 100) {
     await Promise.all(Array.from({ length: Math.min(100, N - i) }, (_, k) => open(i + k)));

@@ -9,6 +9,9 @@ export interface SqliteOptions {
    * checkpoint); FULL where a write must survive power loss before an action follows. */
   synchronous: 'NORMAL' | 'FULL';
   foreignKeys?: boolean;
+  /** A read-only connection to a database another connection of this process writes (WAL:
+   * its reads see every committed write and never wait for the writer). */
+  readonly?: boolean;
 }
 
 const CACHE_LIMIT = 500;
@@ -17,9 +20,11 @@ export function openSqlite(
   file: string,
   opts: SqliteOptions,
 ): { raw: Database.Database; prepare(sql: string): Database.Statement; kysely: SqliteDatabase } {
-  const raw = new Database(file);
-  raw.pragma('journal_mode = WAL');
-  raw.pragma(`synchronous = ${opts.synchronous}`);
+  const raw = new Database(file, { readonly: opts.readonly ?? false });
+  if (!opts.readonly) {
+    raw.pragma('journal_mode = WAL');
+    raw.pragma(`synchronous = ${opts.synchronous}`);
+  }
   raw.pragma('busy_timeout = 5000');
   if (opts.foreignKeys) raw.pragma('foreign_keys = ON');
   const cache = new Map<string, Database.Statement>();

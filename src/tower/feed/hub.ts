@@ -343,7 +343,7 @@ export class FeedHub {
   }
 
   private async page(after: bigint, limit: number): Promise<FeedEvent[]> {
-    const rows = await this.deps.store.db
+    const rows = await this.deps.store.reader
       .selectFrom('feed_events')
       .select(['id', 'ts', 'type', 'domain_id', 'mission_id', 'agent_id', 'status', 'payload'])
       .where('id', '>', this.idParam(after))
@@ -354,7 +354,7 @@ export class FeedHub {
   }
 
   private async bounds(): Promise<{ min: bigint | null; max: bigint }> {
-    const r = await this.deps.store.db
+    const r = await this.deps.store.reader
       .selectFrom('feed_events')
       .select((eb) => [eb.fn.min('id').as('min'), eb.fn.max('id').as('max')])
       .where('id', 'is not', null)

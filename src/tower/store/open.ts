@@ -13,6 +13,13 @@ import type { Db, Dialect, Tables } from './types.js';
 
 export interface Store {
   db: Db;
+  /**
+   * For reads that must not queue behind writes (the feed hub's reads of the log). On SQLite
+   * a second, read-only connection: `db` is one connection that a write group holds across
+   * event-loop turns (store/tx.ts), while a WAL reader sees every committed write and never
+   * waits for the writer. On PostgreSQL the same pool as `db`.
+   */
+  reader: Db;
   dialect: Dialect;
   /** PostgreSQL schema in use (search_path), or null on SQLite. */
   schema: string | null;
@@ -60,6 +67,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
     u.password = '';
     return {
       db,
+      reader: db,
       dialect: 'postgres',
       schema,
       pgConfig: config,
@@ -75,14 +83,20 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
   const file = join(opts.dataDir, 'tower.db');
   const sqlite = openSqlite(file, { synchronous: 'NORMAL', foreignKeys: true });
   const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: sqlite.kysely }) });
+  const readConn = openSqlite(file, { synchronous: 'NORMAL', readonly: true });
+  const reader = new Kysely<Tables>({ dialect: new SqliteDialect({ database: readConn.kysely }) });
   return {
     db,
+    reader,
     dialect: 'sqlite',
     schema: null,
     pgConfig: null,
     pgPool: null,
     describe: `sqlite ${file}`,
-    close: () => db.destroy(),
+    close: async () => {
+      await reader.destroy();
+      await db.destroy();
+    },
   };
 }
 

@@ -66,6 +66,40 @@ describe('createWrite on SQLite (grouped commits)', () => {
       { id: 'd2' },
     ]);
   });
+
+  it('the reader connection reads while a write group is open, and sees its changes once committed', async () => {
+    const { write } = await open();
+    const count = async () =>
+      Number(
+        (
+          await store.reader
+            .selectFrom('domains')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirst()
+        )?.n,
+      );
+    let release = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let inside = () => {};
+    const entered = new Promise<void>((r) => {
+      inside = r;
+    });
+    const w = write(async (tx) => {
+      await tx.db.insertInto('domains').values(domain('d1', tx.now)).execute();
+      inside();
+      await held; // the write group keeps the store's connection across event-loop turns
+    });
+    await entered;
+    expect(await count()).toBe(0);
+    release();
+    await w;
+    expect(await count()).toBe(1);
+    await expect(
+      store.reader.insertInto('domains').values(domain('d2', new Date().toISOString())).execute(),
+    ).rejects.toThrow(/readonly/);
+  });
 });
 
 describe.each(['sqlite', 'postgres'] as const)('write.insertOne on %s', (dialect) => {
