@@ -94,12 +94,17 @@ function runInstance(ex: BoosterExports, payload: Uint8Array): number {
 
 /** The embedded default runs in-process: it is ours, it cannot loop. */
 export function embeddedBooster(): Booster {
-  const instance = new WebAssembly.Instance(new WebAssembly.Module(EMBEDDED_BOOSTER_WASM), {});
-  const ex = instance.exports as unknown as BoosterExports;
+  // Instantiated on the first check: compiling Wasm pages in V8's Wasm compiler, ≈0.6 MiB of
+  // RSS that a daemon which never validates an MCP call would keep (BENCHMARKS.md, daemon).
+  let ex: BoosterExports | null = null;
   return {
     source: 'embedded',
     loadError: null,
-    check: async (payload) => verdictOf(runInstance(ex, payload)),
+    check: async (payload) => {
+      ex ??= new WebAssembly.Instance(new WebAssembly.Module(EMBEDDED_BOOSTER_WASM), {})
+        .exports as unknown as BoosterExports;
+      return verdictOf(runInstance(ex, payload));
+    },
     close: async () => {},
   };
 }

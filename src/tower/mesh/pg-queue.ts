@@ -206,7 +206,24 @@ export class LeasedBatcher {
         resolve,
         reject,
       });
-      if (this.inFlight < MAX_IN_FLIGHT) void this.drain();
+      this.schedule();
+    });
+  }
+
+  private scheduled = false;
+
+  /**
+   * Starts a drain after the current synchronous run of calls: requests made together (the
+   * items of one completeMany, several callers in one tick) go in one statement. Started at
+   * once, the first requests of a burst each went alone, one statement and one commit each
+   * (4 of every 100 items of a completeMany, with MAX_IN_FLIGHT 4).
+   */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    queueMicrotask(() => {
+      this.scheduled = false;
+      if (this.queue.length > 0 && this.inFlight < MAX_IN_FLIGHT) void this.drain();
     });
   }
 
