@@ -493,7 +493,7 @@ read of the log (one HTTP chunk straight to the socket, the same Buffer for ever
 gets the same events), so it costs less CPU per delivered event than socket.io (one write per
 event per socket) and moves more events per second as the load grows. The price is a wait:
 the tower reads the log at once after a quiet spell, and under a stream of events spaces its
-reads by twice the CPU time the last pass took (at least 10 ms, at most 100 ms), so at
+reads by 1.5 times the CPU time the last pass took (at least 10 ms, at most 100 ms), so at
 1 000 subscribers an event's latency is mostly that wait plus one pass of 1 000 socket writes
 (each a few µs of kernel time on this machine).
 `,
