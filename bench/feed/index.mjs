@@ -270,10 +270,14 @@ async function measure(name, n) {
     const { sent, start, end } = await publishAt(p, rate);
     const failed = await p.settle();
     const s = await delivered(c, (sent - failed) * n);
-    // Deliveries over the publish window: a peer that delivered everything offered within
-    // TAIL_S of the last publish is credited with the offered rate whatever its last event's
-    // latency; one that fell further behind, with what it delivered over the time it took.
-    const span = Math.max(end - start, s.lastAt - start - TAIL_S * 1000) / 1000;
+    // The offered rate (rate x n) times the share of the offered events delivered, so peers
+    // that both deliver everything tie whatever their last event's latency or the publisher's
+    // timing (a step may publish one event fewer for one peer); a peer whose last delivery
+    // came more than TAIL_S after the last publish fell behind and is scaled down by
+    // window / (window + how much later), i.e. about delivered / (time it took - TAIL_S).
+    const behind = Math.max(0, s.lastAt - end - TAIL_S * 1000);
+    const perSec =
+      sent > 0 ? ((s.delivered / (sent * n)) * rate * n * (end - start)) / (end - start + behind) : 0;
     const wall = (now() - start) / 1000;
     const cpu = [cpuMs(p.pid) - cpu0[0], cpuMs(c.child.pid) - cpu0[1]];
     rows.push({
@@ -284,7 +288,7 @@ async function measure(name, n) {
       failed,
       delivered: s.delivered,
       expected: sent * n,
-      perSec: span > 0 ? Math.round(s.delivered / span) : 0,
+      perSec: Math.round(perSec),
       p50: s.p50,
       p99: s.p99,
       lagP99: s.lagP99,
@@ -461,11 +465,12 @@ server, and an event that arrives while it is busy or in a GC pause waits in its
 counts as latency: with full HTTP clients as counters it used as much CPU as the tower and
 its major GCs paused it for tens of ms several times a second. Its own event-loop lag (timer
 delay, p99 over the step) is reported beside the latency, so what is left of the harness in
-the latency shows. Delivered events/s is every subscriber's deliveries over the publish
-window (${SECONDS} s): a peer whose last delivery came within ${TAIL_S} s of the last publish kept up and is
-credited with what it delivered over the window (the offered rate when nothing was lost, so
-peers that both deliver everything tie), one that fell further behind with what it delivered
-over the time it took, less those ${TAIL_S} s; the same rule for both peers. CPU % is the share of one core each
+the latency shows. Delivered events/s is the offered rate (publish rate x subscribers) times
+the share of the offered events that were delivered, so two peers that both deliver everything
+tie, whatever their last event's latency; a peer whose last delivery came more than ${TAIL_S} s
+after the last publish fell behind, and its figure is scaled by publish window / (publish
+window + that delay beyond ${TAIL_S} s), about what it delivered over the time it took; the same rule
+for both peers. CPU % is the share of one core each
 process used over the step (user + system time from /proc), and server CPU µs per delivery
 is the server's CPU time over the events it delivered: unlike latency, load from other
 processes does not inflate it much, so it is the figure to compare when the machine is busy.

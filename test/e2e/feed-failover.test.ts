@@ -181,8 +181,10 @@ describe('feed failover', () => {
     await waitFor('the healthy stream to open', () => healthy.status() === 200);
 
     // 4 000 events of 4 KiB: far more than the per-stream limit plus the kernel's buffers.
+    // Each batch (~420 KiB) waits for the healthy consumer to have read the one before, so
+    // however slowly this process runs, the healthy stream never nears the limit.
     const TOTAL = 4000;
-    const BATCH = 200;
+    const BATCH = 100;
     const filler = 'x'.repeat(4096);
     for (let start = 0; start < TOTAL; start += BATCH) {
       const events = Array.from({ length: BATCH }, (_, i) => ({
@@ -191,6 +193,7 @@ describe('feed failover', () => {
         payload: { n: start + i, filler },
       }));
       expect(await post(tower.url, jwt, '/nodes/events', { events })).toBe(202);
+      await waitFor('the healthy consumer to read the batch', () => healthy.got.length >= start + BATCH);
     }
     await waitFor('the healthy consumer to get everything', () => healthy.got.length >= TOTAL, {
       timeoutMs: 90_000,
@@ -257,8 +260,9 @@ describe('feed failover', () => {
     const healthy: number[] = [];
     await open((d) => healthy.push((JSON.parse(d) as { payload: { n: number } }).payload.n));
 
+    // Paced on the healthy consumer, as in the SSE test above.
     const TOTAL = 4000;
-    const BATCH = 200;
+    const BATCH = 100;
     const filler = 'x'.repeat(4096);
     for (let start = 0; start < TOTAL; start += BATCH) {
       const events = Array.from({ length: BATCH }, (_, i) => ({
@@ -267,6 +271,7 @@ describe('feed failover', () => {
         payload: { n: start + i, filler },
       }));
       expect(await post(tower.url, jwt, '/nodes/events', { events })).toBe(202);
+      await waitFor('the healthy consumer to read the batch', () => healthy.length >= start + BATCH);
     }
     await waitFor('the healthy consumer to get everything', () => healthy.length >= TOTAL, {
       timeoutMs: 90_000,

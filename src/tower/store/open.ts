@@ -42,6 +42,15 @@ export interface OpenStoreOptions {
 // int8 (bigint) columns: event ids stay decimal strings; counts we cast explicitly.
 pg.types.setTypeParser(20, (v) => v);
 
+/**
+ * PostgreSQL ends a session left idle inside a transaction this long. A transaction that has
+ * inserted a feed event holds the watermark of every replica's readers until it ends
+ * (feed/sequencer.ts); a replica cut off from PostgreSQL mid-transaction would otherwise hold
+ * the feed until TCP keep-alive gave up (hours). No tower transaction waits this long between
+ * its statements.
+ */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
+
 export function parsePostgresUrl(url: string): { config: pg.ClientConfig; schema: string | null } {
   const u = new URL(url);
   const schema = u.searchParams.get('schema');
@@ -49,8 +58,13 @@ export function parsePostgresUrl(url: string): { config: pg.ClientConfig; schema
   if (schema !== null && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
     throw new Error(`invalid schema name "${schema}" in database URL: use lowercase letters, digits and _`);
   }
-  const config: pg.ClientConfig = { connectionString: u.toString() };
-  if (schema) config.options = `-c search_path=${schema}`;
+  const config: pg.ClientConfig = {
+    connectionString: u.toString(),
+    options: [
+      ...(schema ? [`-c search_path=${schema}`] : []),
+      `-c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
+    ].join(' '),
+  };
   return { config, schema };
 }
 
