@@ -197,21 +197,29 @@ describe('attach over svcd.sock', () => {
 });
 
 describe('attach through the tower', () => {
-  async function fakeTower(
-    c: TestDaemonContext,
-  ): Promise<{ streams: Map<string, WebSocket>; firstText: Map<string, unknown>; server: Server }> {
+  async function fakeTower(c: TestDaemonContext): Promise<{
+    streams: Map<string, WebSocket>;
+    firstText: Map<string, unknown>;
+    /** Binary frames per stream from its first byte (a listener added later could miss the snapshot). */
+    binary: Map<string, Buffer[]>;
+    server: Server;
+  }> {
     const server = createServer();
     // The real tower's frame limit: a bigger frame from the node closes the stream (1009).
     const wss = new WebSocketServer({ server, maxPayload: TOWER_MAX_FRAME_BYTES });
     const streams = new Map<string, WebSocket>();
     const firstText = new Map<string, unknown>();
+    const binary = new Map<string, Buffer[]>();
     wss.on('connection', (ws, req) => {
       expect(req.headers.authorization).toBe('Bearer x.y.z');
       const id = String(req.url).split('/').pop() as string;
       streams.set(id, ws);
+      const frames: Buffer[] = [];
+      binary.set(id, frames);
       ws.on('error', () => {}); // e.g. a frame over the limit: the test sees the close
       ws.on('message', (d, bin) => {
-        if (!bin && !firstText.has(id)) firstText.set(id, JSON.parse(d.toString()));
+        if (bin) frames.push(d as Buffer);
+        else if (!firstText.has(id)) firstText.set(id, JSON.parse(d.toString()));
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -224,7 +232,7 @@ describe('attach through the tower', () => {
           server.close(() => r());
         }),
     );
-    return { streams, firstText, server };
+    return { streams, firstText, binary, server };
   }
 
   function open(secret: string, streamId: string, ts: number, over: Partial<AttachOpen> = {}): AttachOpen {
@@ -272,19 +280,14 @@ describe('attach through the tower', () => {
 
     control.deliver(open(control.attachSecret, 'stream_big_1', c.ctx.clock.now(), { cols: 200, rows: 50 }));
     const ws = await waitFor('the dial-back', () => tower.streams.get('stream_big_1'));
-    let out = '';
-    let biggest = 0;
+    const frames = tower.binary.get('stream_big_1') ?? [];
+    const out = () => Buffer.concat(frames).toString();
     const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
-    ws.on('message', (d, bin) => {
-      if (!bin) return;
-      out += d.toString();
-      biggest = Math.max(biggest, (d as Buffer).length);
-    });
-    await waitFor('the scrollback in the snapshot', () => out.includes('SEQ-42'));
-    expect(out).toContain('1999 yyyy');
-    expect(biggest).toBeLessThanOrEqual(ATTACH_FRAME_BYTES);
+    await waitFor('the scrollback in the snapshot', () => out().includes('SEQ-42'));
+    expect(out()).toContain('1999 yyyy');
+    expect(Math.max(...frames.map((f) => f.length))).toBeLessThanOrEqual(ATTACH_FRAME_BYTES);
     ws.send(Buffer.from('echo STILL-$((6*7))\r'));
-    await waitFor('the echo after the snapshot', () => out.includes('STILL-42'));
+    await waitFor('the echo after the snapshot', () => out().includes('STILL-42'));
     ws.close();
     await closed;
   });
