@@ -103,6 +103,16 @@ function record(c: WebSocketClient) {
   return { events, messages, errors, closed: () => closed as { code: number; reason: string } | null };
 }
 
+/** A client connected to a fresh ws server: the client, its recorded events, the server side. */
+async function openPair() {
+  const srv = await wsServer();
+  const c = new WebSocketClient(srv.url);
+  const r = record(c);
+  const { ws } = await firstConn(srv);
+  await waitFor('open', () => c.readyState === WebSocketClient.OPEN);
+  return { c, r, ws };
+}
+
 describe('WebSocketClient against a ws server', () => {
   it('opens with the extra headers and exchanges text and binary messages both ways', async () => {
     const srv = await wsServer();
@@ -139,11 +149,7 @@ describe('WebSocketClient against a ws server', () => {
   });
 
   it('reassembles a fragmented message', async () => {
-    const srv = await wsServer();
-    const c = new WebSocketClient(srv.url);
-    const r = record(c);
-    const { ws } = await firstConn(srv);
-    await waitFor('open', () => c.readyState === WebSocketClient.OPEN);
+    const { r, ws } = await openPair();
     ws.send('one ', { fin: false });
     ws.send('two ', { fin: false });
     ws.send('three', { fin: true });
@@ -172,11 +178,7 @@ describe('WebSocketClient against a ws server', () => {
   });
 
   it('reports the code and reason the server closes with, and echoes the close', async () => {
-    const srv = await wsServer();
-    const c = new WebSocketClient(srv.url);
-    const r = record(c);
-    const { ws } = await firstConn(srv);
-    await waitFor('open', () => c.readyState === WebSocketClient.OPEN);
+    const { c, r, ws } = await openPair();
     let serverClose: number | null = null;
     ws.on('close', (code) => {
       serverClose = code;
@@ -191,11 +193,7 @@ describe('WebSocketClient against a ws server', () => {
   });
 
   it('closes with the code and reason it is given', async () => {
-    const srv = await wsServer();
-    const c = new WebSocketClient(srv.url);
-    const r = record(c);
-    const { ws } = await firstConn(srv);
-    await waitFor('open', () => c.readyState === WebSocketClient.OPEN);
+    const { c, r, ws } = await openPair();
     let serverClose: { code: number; reason: string } | null = null;
     ws.on('close', (code, reason) => {
       serverClose = { code, reason: reason.toString() };
@@ -209,11 +207,7 @@ describe('WebSocketClient against a ws server', () => {
   });
 
   it('terminate drops the connection without a closing handshake', async () => {
-    const srv = await wsServer();
-    const c = new WebSocketClient(srv.url);
-    const r = record(c);
-    const { ws } = await firstConn(srv);
-    await waitFor('open', () => c.readyState === WebSocketClient.OPEN);
+    const { c, r, ws } = await openPair();
     let serverClose: number | null = null;
     ws.on('close', (code) => {
       serverClose = code;
