@@ -293,8 +293,13 @@ ${verdict.join('\n')}
   );
 } finally {
   for (const c of cleanup) await c().catch(() => {});
-  for (const p of children) if (p.exitCode === null) p.kill('SIGTERM');
-  await sleep(2000);
-  for (const p of children) if (p.exitCode === null) p.kill('SIGKILL');
+  // svcd stops its agents on SIGTERM (each per its stop policy) before it exits: wait for that,
+  // or a SIGKILL would leave its `sleep` agents behind.
+  const alive = () => children.filter((p) => p.exitCode === null && p.signalCode === null);
+  for (const p of alive()) p.kill('SIGTERM');
+  await until('the daemons to stop', () => alive().length === 0, 60_000).catch(() => {});
+  for (const p of alive()) p.kill('SIGKILL');
   rmSync(base, { recursive: true, force: true });
 }
+// pm2's client module keeps handles open after disconnect: end the bench explicitly.
+process.exit(process.exitCode ?? 0);
