@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/log.js';
+import { Signal } from '../../src/lib/signal.js';
+import { createSequencer } from '../../src/tower/feed/sequencer.js';
 import { createTower, type Tower, type TowerOptions } from '../../src/tower/tower.js';
 import { createTestSchema } from './pg.js';
 import { makeTempDir } from './tmp.js';
@@ -67,4 +69,20 @@ export async function startTestTower(
       tmp.remove();
     },
   };
+}
+
+/**
+ * PostgreSQL: runs one sequencer pass of its own on the tower's store, starting now (stop
+ * waits for the pass under way), to see where it leaves the feed's watermark.
+ */
+export async function sequencerPass(t: TestTower): Promise<void> {
+  const { ctx } = t.tower;
+  const probe = createSequencer({
+    store: ctx.store,
+    clock: ctx.clock,
+    log: ctx.log,
+    sequenced: new Signal(),
+  });
+  await probe.start();
+  await probe.stop();
 }

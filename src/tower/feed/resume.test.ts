@@ -4,9 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStream } from '../../../test/support/feed-stream.js';
 import { waitFor } from '../../../test/support/poll.js';
-import { STORES, startTestTower, type TestTower } from '../../../test/support/tower.js';
-import { Signal } from '../../lib/signal.js';
-import { createSequencer } from './sequencer.js';
+import { STORES, sequencerPass, startTestTower, type TestTower } from '../../../test/support/tower.js';
 
 describe.each(STORES)('feed resume on %s', (store) => {
   let t: TestTower;
@@ -121,15 +119,7 @@ describe.each(STORES)('feed resume on %s', (store) => {
       await t.call('POST', `/domains/${d}/m`, { name: 'early' });
       // A pass that starts after the early commit (stop waits for it) leaves the watermark
       // below the open transaction's id: neither event is readable yet.
-      const { ctx } = t.tower;
-      const probe = createSequencer({
-        store: ctx.store,
-        clock: ctx.clock,
-        log: ctx.log,
-        sequenced: new Signal(),
-      });
-      await probe.start();
-      await probe.stop();
+      await sequencerPass(t);
       expect(await idsOfDomain(d)).toHaveLength(1);
       expect(live.got).toEqual([]);
       release();

@@ -1,9 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/poll.js';
-import { startTestTower, type TestTower } from '../../../test/support/tower.js';
-import { Signal } from '../../lib/signal.js';
-import { createSequencer } from './sequencer.js';
+import { sequencerPass, startTestTower, type TestTower } from '../../../test/support/tower.js';
 
 describe('event watermark on postgres', () => {
   let t: TestTower;
@@ -38,11 +36,10 @@ describe('event watermark on postgres', () => {
 
   it('keeps a later commit unreadable while a transaction holding a smaller id is open', async () => {
     const d = await t.call('POST', '/domains', { name: 'hold' });
-    const c = new pg.Client({ connectionString: t.databaseUrl });
-    const schema = new URL(t.databaseUrl as string).searchParams.get('schema');
+    // The store's connection settings select the test's schema.
+    const c = new pg.Client(t.tower.ctx.store.pgConfig ?? {});
     await c.connect();
     try {
-      await c.query(`set search_path to "${schema}"`);
       await c.query('begin');
       const held = await c.query<{ id: string }>(
         `insert into events (ts, type, domain_id, payload) values ('2026-01-01T00:00:00.000Z', 'matrix', $1, '{}')
@@ -59,15 +56,7 @@ describe('event watermark on postgres', () => {
       expect(later).toBeGreaterThan(heldId);
       // A pass that starts after that commit (stop waits for the pass under way) cannot move
       // the watermark to the held id or past it while the holder is open.
-      const { ctx } = t.tower;
-      const probe = createSequencer({
-        store: ctx.store,
-        clock: ctx.clock,
-        log: ctx.log,
-        sequenced: new Signal(),
-      });
-      await probe.start();
-      await probe.stop();
+      await sequencerPass(t);
       const w0 = await t.tower.ctx.store.db
         .selectFrom('event_watermark')
         .select('w')
@@ -88,11 +77,10 @@ describe('event watermark on postgres', () => {
 
   it('skips the id of a rolled-back insert and moves on', async () => {
     const d = await t.call('POST', '/domains', { name: 'abort' });
-    const c = new pg.Client({ connectionString: t.databaseUrl });
-    const schema = new URL(t.databaseUrl as string).searchParams.get('schema');
+    // The store's connection settings select the test's schema.
+    const c = new pg.Client(t.tower.ctx.store.pgConfig ?? {});
     await c.connect();
     try {
-      await c.query(`set search_path to "${schema}"`);
       await c.query('begin');
       await c.query(
         `insert into events (ts, type, domain_id, payload) values ('2026-01-01T00:00:00.000Z', 'matrix', $1, '{}')`,
