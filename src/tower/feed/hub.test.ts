@@ -86,4 +86,21 @@ describe('feed hub fan-out by view', () => {
     expect(ids).toEqual([...ids].sort((a, b) => (a < b ? -1 : 1)));
     for (const s of subs) s.close();
   });
+
+  it('reads no events while nobody subscribes; a live subscriber gets what comes after it', async () => {
+    expect(hub.subscriberCount).toBe(0);
+    const emit = (payload: Record<string, unknown>) =>
+      t.tower.ctx.write(async (tx) => {
+        tx.emit({ type: 'progress', domain_id: null, mission_id: null, agent_id: null, status: null, payload });
+      });
+    const readBefore = hub.eventsRead;
+    for (let i = 0; i < 3; i++) await emit({ unseen: i });
+    const live = sink();
+    const sub = await hub.subscribe(principal('admin', null), {}, null, live);
+    await emit({ seen: true });
+    await waitFor('the live subscriber to get the new event', () => live.got.flat().length >= 1);
+    expect(live.got.flat().map((e) => e.payload)).toEqual([{ seen: true }]);
+    expect(hub.eventsRead - readBefore).toBe(1);
+    sub.close();
+  });
 });

@@ -120,6 +120,7 @@ export class FeedHub {
   private again = false;
   private lastReadAt = 0;
   private lastPassCpuMs = 0;
+  private read = 0;
   private stopped = false;
   private poll: TimerHandle | null = null;
   private listener: pg.Client | null = null;
@@ -132,6 +133,11 @@ export class FeedHub {
 
   get subscriberCount(): number {
     return this.subs.size;
+  }
+
+  /** Events read from the table for live delivery since start (none while nobody subscribes). */
+  get eventsRead(): number {
+    return this.read;
   }
 
   async start(): Promise<void> {
@@ -202,6 +208,9 @@ export class FeedHub {
    * pruned (retention) or `afterId` was never issued (unknown).
    */
   async subscribe(principal: Principal, filter: FeedFilter, afterId: bigint | null, sink: SubscriberSink) {
+    // With nobody subscribed the head only follows the newest id (readNew): catch up first,
+    // so "from now on" means now.
+    if (afterId === null && this.subs.size === 0) await this.skipToNewest();
     const sub: Sub = {
       principal,
       filter,
@@ -306,10 +315,16 @@ export class FeedHub {
 
   /** Reads and fans out every event after the head; returns how many there were. */
   private async readNew(): Promise<number> {
+    if (this.subs.size === 0) {
+      // Nobody to deliver to: move the head past the new events without reading them.
+      await this.skipToNewest();
+      return 0;
+    }
     let n = 0;
     for (;;) {
       const page = await this.page(this.head, PAGE);
       n += page.length;
+      this.read += page.length;
       if (page.length === 0) return n;
       const first = BigInt(page[0]?.id ?? 0);
       const last = BigInt(page[page.length - 1]?.id ?? 0);
@@ -365,6 +380,11 @@ export class FeedHub {
       min: r?.min === null || r?.min === undefined ? null : BigInt(r.min as string | number),
       max: r?.max === null || r?.max === undefined ? 0n : BigInt(r.max as string | number),
     };
+  }
+
+  private async skipToNewest(): Promise<void> {
+    const max = await this.maxId();
+    if (max > this.head) this.head = max;
   }
 
   private async maxId(): Promise<bigint> {
