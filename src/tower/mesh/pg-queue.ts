@@ -73,7 +73,9 @@ export async function pgClaim(
   limit: number,
   nowMs: number,
 ): Promise<ClaimRow[]> {
-  const leases = Array.from({ length: limit }, () => `lease_${randomBytes(12).toString('hex')}`);
+  // One draw for the batch: 12 random bytes per lease.
+  const hex = randomBytes(12 * limit).toString('hex');
+  const leases = Array.from({ length: limit }, (_, i) => `lease_${hex.slice(i * 24, i * 24 + 24)}`);
   const values: unknown[] = [agentId, p.domains, p.nodeId ?? null, limit, leases, nowMs, iso(nowMs)];
   if (missionId !== undefined) values.push(missionId);
   const rows = await write.statement<ClaimRow>(
