@@ -91,7 +91,14 @@ describe('feed hub fan-out by view', () => {
     expect(hub.subscriberCount).toBe(0);
     const emit = (payload: Record<string, unknown>) =>
       t.tower.ctx.write(async (tx) => {
-        tx.emit({ type: 'progress', domain_id: null, mission_id: null, agent_id: null, status: null, payload });
+        tx.emit({
+          type: 'progress',
+          domain_id: null,
+          mission_id: null,
+          agent_id: null,
+          status: null,
+          payload,
+        });
       });
     const readBefore = hub.eventsRead;
     for (let i = 0; i < 3; i++) await emit({ unseen: i });

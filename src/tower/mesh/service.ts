@@ -106,14 +106,17 @@ export class MeshService {
     if (!mission || !canSeeDomain(p, mission.domain_id)) {
       throw new SvcError('not_found', `mission ${missionId} not found`);
     }
+    // Through mesh_task_missions (migration 22): the mission's task ids in order, each task
+    // by its primary key.
     let sel = this.ctx.store.db
-      .selectFrom('mesh_tasks')
-      .selectAll()
-      .where('mission_id', '=', missionId)
-      .orderBy('id')
+      .selectFrom('mesh_task_missions as m')
+      .innerJoin('mesh_tasks as t', 't.id', 'm.id')
+      .selectAll('t')
+      .where('m.mission_id', '=', missionId)
+      .orderBy('m.id')
       .limit(q.limit + 1);
-    if (q.state) sel = sel.where('state', '=', q.state);
-    if (q.after !== null) sel = sel.where('id', '>', q.after);
+    if (q.state) sel = sel.where('t.state', '=', q.state);
+    if (q.after !== null) sel = sel.where('m.id', '>', q.after);
     return (await sel.execute()).map(taskOf);
   }
 
@@ -168,6 +171,7 @@ export class MeshService {
         updated_at: tx.now,
       };
       await tx.db.insertInto('mesh_tasks').values(base).execute();
+      await tx.db.insertInto('mesh_task_missions').values({ mission_id: missionId, id: base.id }).execute();
       const parent = taskOf(base);
       transitionEvent(tx, parent, 'created');
       if (policy !== 'broadcast') {
@@ -198,6 +202,7 @@ export class MeshService {
           assigned_agent_id: a.id,
         };
         await tx.db.insertInto('mesh_tasks').values(run).execute();
+        await tx.db.insertInto('mesh_task_missions').values({ mission_id: missionId, id: run.id }).execute();
         const t = taskOf(run);
         transitionEvent(tx, t, 'created');
         created.push(t);
