@@ -368,9 +368,15 @@ async function claimLatencies(histories) {
            from generate_series(1, $4) g`,
           [t.mission.id, t.mission.domain_id, t.agents[0].id, history],
         );
+        // Each listed under its mission, as the API writes them (migration 22).
+        await c.query(
+          `insert into mesh_task_missions (mission_id, id)
+           select $1, 'mt_hist' || lpad(g::text, 10, '0') from generate_series(1, $2) g`,
+          [t.mission.id, history],
+        );
         // Steady state, as a store that accumulated its history would be: the bulk insert's
         // visibility map, statistics and dirty pages settled before measuring.
-        await c.query('vacuum analyze mesh_tasks');
+        await c.query('vacuum analyze mesh_tasks, mesh_task_missions');
         await c.query('checkpoint');
         await c.end();
       }
