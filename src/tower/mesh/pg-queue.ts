@@ -18,13 +18,20 @@ import type { Principal } from '../auth/principal.js';
 import type { Write } from '../store/tx.js';
 import type { MeshTaskRow } from './migrations.js';
 
-/** The `matrix` event of each row a CTE named `changed` returned, as feed/event-log.ts writes it. */
+/**
+ * The `matrix` event of each row a CTE named `changed` returned, as feed/event-log.ts writes
+ * it (null members left out). `extra`: more `json_build_object` pairs, never null. A CASE on
+ * the one nullable member rather than json_strip_nulls, which parses the JSON again. Events
+ * go in task id order, compared bytewise (ids are ASCII) rather than through strcoll.
+ */
 function eventInsert(action: string, tsParam: string, extra = ''): string {
+  const members = `'entity', 'mesh_task', 'action', '${action}', 'id', id, 'title', title, 'state', state,
+        'attempt', attempt${extra}`;
   return `insert into events (ts, type, domain_id, mission_id, agent_id, status, payload)
     select ${tsParam}, 'matrix', domain_id, mission_id, coalesce(claimed_by, assigned_agent_id), state,
-      json_strip_nulls(json_build_object('entity', 'mesh_task', 'action', '${action}', 'id', id,
-        'title', title, 'state', state, 'attempt', attempt, 'parent_id', parent_id${extra}))::text
-    from changed order by id`;
+      (case when parent_id is null then json_build_object(${members})
+        else json_build_object(${members}, 'parent_id', parent_id) end)::text
+    from changed order by id collate "C"`;
 }
 
 /** ISO 8601 UTC text with milliseconds, exactly as lib/clock.ts iso() writes it. */
