@@ -1,6 +1,7 @@
 // Upgrading a store to mesh_task_missions (migration 22) lists every existing task under its
 // mission; deleting a mission (or its domain) still deletes its tasks, on both stores; on
-// PostgreSQL the task table keeps no mission index or key (transitions do not touch one).
+// PostgreSQL the task table keeps no mission index or key (transitions do not touch one), and
+// its key columns compare bytewise (migration 23).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -114,4 +115,30 @@ describe.each(['sqlite', 'postgres'] as const)('mesh_task_missions migration on 
       where conrelid = 'mesh_tasks'::regclass and contype = 'f'`.execute(s.db);
     expect(keys.rows).toEqual([]);
   });
+
+  it.runIf(dialect === 'postgres')(
+    'compares the task key columns bytewise (migration 23), keeping the rows',
+    async () => {
+      const { store: s, clock } = await storeBefore22();
+      expect(await migrate(s, clock)).toEqual(expect.arrayContaining([22, 23]));
+      const cols = await sql<{
+        column_name: string;
+        collation_name: string | null;
+      }>`select column_name, collation_name
+      from information_schema.columns where table_schema = current_schema() and table_name = 'mesh_tasks'
+        and column_name in ('id', 'domain_id', 'lease_expires_at') order by column_name`.execute(s.db);
+      expect(cols.rows).toEqual([
+        { column_name: 'domain_id', collation_name: 'C' },
+        { column_name: 'id', collation_name: 'C' },
+        { column_name: 'lease_expires_at', collation_name: 'C' },
+      ]);
+      expect(await taskIds(s)).toEqual(['mt_1a', 'mt_1b', 'mt_2a', 'mt_3a']);
+      // Joined with a column of the default collation, as claims join agents.
+      const joined = await sql<{
+        id: string;
+      }>`select t.id from mesh_tasks t join missions m on m.domain_id = t.domain_id
+      where m.id = 'mis_3'`.execute(s.db);
+      expect(joined.rows).toEqual([{ id: 'mt_3a' }]);
+    },
+  );
 });

@@ -178,3 +178,24 @@ export const meshTaskMissionsMigration: Migration = {
       for each row execute function mesh_task_missions_deleted()`.execute(db);
   },
 };
+
+/**
+ * PostgreSQL: the task table's key columns compare bytewise (COLLATE "C"). Each claim and
+ * completion inserts entries in the primary key and the pending or leased index, and under a
+ * libc collation every comparison on the way down those trees goes through strcoll. The
+ * order is the same for these values (ASCII ids and ISO timestamps: digits, lower-case
+ * letters and fixed punctuation at fixed places); only the indexes are rebuilt. Comparisons
+ * with other tables' columns keep working: those have the default collation, which yields
+ * to an explicit one. SQLite compares bytewise already.
+ */
+export const meshBytewiseKeysMigration: Migration = {
+  version: 23,
+  name: 'mesh: bytewise key columns on PostgreSQL',
+  async up(db: Kysely<unknown>, dialect) {
+    if (dialect !== 'postgres') return;
+    await sql`alter table mesh_tasks
+      alter column id type text collate "C",
+      alter column domain_id type text collate "C",
+      alter column lease_expires_at type text collate "C"`.execute(db);
+  },
+};

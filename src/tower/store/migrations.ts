@@ -3,7 +3,12 @@
 // replicas that start together migrate once (the second waits, then finds nothing to do).
 import { type Kysely, sql } from 'kysely';
 import { feedEventIdsMigration, feedMigration } from '../feed/migrations.js';
-import { meshMigration, meshPartialIndexesMigration, meshTaskMissionsMigration } from '../mesh/migrations.js';
+import {
+  meshBytewiseKeysMigration,
+  meshMigration,
+  meshPartialIndexesMigration,
+  meshTaskMissionsMigration,
+} from '../mesh/migrations.js';
 import { secretsMigration } from '../secrets/migrations.js';
 import type { Dialect } from './types.js';
 
@@ -135,5 +140,6 @@ export const MIGRATIONS: Migration[] = [
   meshMigration,
   meshPartialIndexesMigration,
   meshTaskMissionsMigration,
+  meshBytewiseKeysMigration,
   secretsMigration,
 ];
