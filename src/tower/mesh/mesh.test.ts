@@ -510,6 +510,19 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
     ]);
     expect(items[0]?.task).toMatchObject({ state: 'completed', result: { i: 0 } });
     expect(((await t.call('GET', `/work/tasks/${b.task.id}`)).body as unknown as Task).state).toBe('claimed');
+    // The same task twice in one call: the first completes it, the second finds its lease gone.
+    const twice = await mcp('complete_mesh_tasks', {
+      items: [
+        { task_id: b.task.id, lease_id: b.lease_id },
+        { task_id: b.task.id, lease_id: b.lease_id },
+      ],
+    });
+    expect(
+      (twice.body.result as { items: Record<string, unknown>[] }).items.map((x) => [x.ok, x.code ?? null]),
+    ).toEqual([
+      [true, null],
+      [false, 'stale_lease'],
+    ]);
     expect((await mcp('complete_mesh_tasks', { items: [] })).status).toBe(400);
   });
 

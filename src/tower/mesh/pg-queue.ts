@@ -219,6 +219,44 @@ export class LeasedBatcher {
     });
   }
 
+  /**
+   * `run` for several requests of one caller, with one promise for all of them (the rows in
+   * request order): a batch of 100 made 100 promises and as many async frames before.
+   */
+  runMany(
+    p: Principal,
+    reqs: { taskId: string; leaseId: string; arg: string | null }[],
+  ): Promise<(LeasedRow | null)[]> {
+    return new Promise((resolve, reject) => {
+      const rows: (LeasedRow | null)[] = new Array(reqs.length).fill(null);
+      let left = reqs.length;
+      if (left === 0) {
+        resolve(rows);
+        return;
+      }
+      let failed = false;
+      const domains = p.domains === null ? null : JSON.stringify(p.domains);
+      reqs.forEach((r, i) => {
+        this.queue.push({
+          taskId: r.taskId,
+          leaseId: r.leaseId,
+          arg: r.arg,
+          domains,
+          resolve: (row) => {
+            rows[i] = row;
+            if (--left === 0 && !failed) resolve(rows);
+          },
+          reject: (e) => {
+            if (failed) return;
+            failed = true;
+            reject(e);
+          },
+        });
+      });
+      this.schedule();
+    });
+  }
+
   private scheduled = false;
 
   /**

@@ -12,7 +12,7 @@ import { canSeeDomain, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { Tx } from '../store/tx.js';
 import type { AgentRow, MeshTaskRow } from './migrations.js';
-import { LeasedBatcher, type LeasedChange, pgClaim } from './pg-queue.js';
+import { LeasedBatcher, type LeasedChange, type LeasedRow, pgClaim } from './pg-queue.js';
 
 const TERMINAL: string[] = ['completed', 'failed', 'cancelled'];
 const CLAIM_SCAN = 100;
@@ -308,7 +308,17 @@ export class MeshService {
   ): Promise<MeshTask> {
     const batcher = this.batchers?.get(change.name);
     if (!batcher) return slow();
-    const r = await batcher.run(p, taskId, leaseId, arg);
+    return this.afterFast(p, taskId, leaseId, await batcher.run(p, taskId, leaseId, arg), slow);
+  }
+
+  /** The outcome of a fast lease-holding statement for one request (see fastLeased). */
+  private async afterFast(
+    p: Principal,
+    taskId: string,
+    leaseId: string,
+    r: LeasedRow | null,
+    slow: () => Promise<MeshTask>,
+  ): Promise<MeshTask> {
     if (r && r.id !== null) return taskOf(r);
     if (!r || r.cur_domain === null || !canSeeDomain(p, r.cur_domain)) {
       throw new SvcError('not_found', `mesh task ${taskId} not found`);
@@ -423,14 +433,19 @@ export class MeshService {
   complete(p: Principal, taskId: string, leaseId: string, result: unknown) {
     const json = result === undefined ? null : JSON.stringify(result);
     return this.fastLeased(p, taskId, leaseId, COMPLETE, json, () =>
-      this.leased(
-        p,
-        taskId,
-        leaseId,
-        ['claimed', 'running'],
-        () => ({ state: 'completed', result: json, lease_id: null, lease_expires_at: null }),
-        'completed',
-      ),
+      this.completeSlow(p, taskId, leaseId, json),
+    );
+  }
+
+  /** A completion in a general transaction (SQLite; broadcast runs; the rare cases of fastLeased). */
+  private completeSlow(p: Principal, taskId: string, leaseId: string, json: string | null) {
+    return this.leased(
+      p,
+      taskId,
+      leaseId,
+      ['claimed', 'running'],
+      () => ({ state: 'completed', result: json, lease_id: null, lease_expires_at: null }),
+      'completed',
     );
   }
 
@@ -438,21 +453,38 @@ export class MeshService {
    * Completes several tasks, each on its own lease and with its own outcome (one stale lease
    * does not stop the others). On PostgreSQL they share statements (the coalescer).
    */
-  completeMany(
+  async completeMany(
     p: Principal,
     items: { task_id: string; lease_id: string; result?: unknown }[],
   ): Promise<CompleteOutcome[]> {
-    return Promise.all(
-      items.map((i) =>
-        this.complete(p, i.task_id, i.lease_id, i.result).then(
-          (task): CompleteOutcome => ({ task_id: i.task_id, ok: true, task }),
-          (e: unknown): CompleteOutcome => {
-            if (!(e instanceof SvcError)) throw e;
-            return { task_id: i.task_id, ok: false, code: e.code, detail: e.message };
-          },
-        ),
-      ),
+    const outcome = (i: (typeof items)[number], task: Promise<MeshTask>) =>
+      task.then(
+        (t): CompleteOutcome => ({ task_id: i.task_id, ok: true, task: t }),
+        (e: unknown): CompleteOutcome => {
+          if (!(e instanceof SvcError)) throw e;
+          return { task_id: i.task_id, ok: false, code: e.code, detail: e.message };
+        },
+      );
+    const batcher = this.batchers?.get(COMPLETE.name);
+    if (!batcher)
+      return Promise.all(items.map((i) => outcome(i, this.complete(p, i.task_id, i.lease_id, i.result))));
+    // PostgreSQL: the whole batch handed to the coalescer at once; only the requests its
+    // statement left alone (not found, stale, or for the general path) go one by one.
+    const args = items.map((i) => (i.result === undefined ? null : JSON.stringify(i.result)));
+    const rows = await batcher.runMany(
+      p,
+      items.map((i, k) => ({ taskId: i.task_id, leaseId: i.lease_id, arg: args[k] ?? null })),
     );
+    const out: (CompleteOutcome | Promise<CompleteOutcome>)[] = rows.map((r, k) => {
+      const i = items[k] as (typeof items)[number];
+      if (r && r.id !== null) return { task_id: i.task_id, ok: true, task: taskOf(r) };
+      const json = args[k] ?? null;
+      return outcome(
+        i,
+        this.afterFast(p, i.task_id, i.lease_id, r, () => this.completeSlow(p, i.task_id, i.lease_id, json)),
+      );
+    });
+    return out.some((o) => o instanceof Promise) ? Promise.all(out) : (out as CompleteOutcome[]);
   }
 
   fail(p: Principal, taskId: string, leaseId: string, reason: string) {
