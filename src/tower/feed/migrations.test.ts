@@ -1,30 +1,23 @@
 // Upgrading a PostgreSQL store to event ids given at insert (migration 11) keeps every event
 // and its id; events the old sequencer had not numbered yet get the next ids, and new ones
 // come after all of them.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestSchema, type TestSchema } from '../../../test/support/pg.js';
+import { openTempStore, type TempStore } from '../../../test/support/store.js';
 import { FakeClock } from '../../lib/clock.js';
 import { MIGRATIONS } from '../store/migrations.js';
-import { migrate, openStore, type Store } from '../store/open.js';
+import { migrate } from '../store/open.js';
 
 describe('event id migration on postgres', () => {
-  let store: Store | undefined;
-  let schema: TestSchema | undefined;
-  let dir: string | undefined;
+  let tmp: TempStore | undefined;
   afterEach(async () => {
-    await store?.close();
-    await schema?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await tmp?.close();
+    tmp = undefined;
   });
 
   it('keeps existing events and ids, numbers the unnumbered ones next, and continues after them', async () => {
-    schema = await createTestSchema();
-    dir = mkdtempSync(join(tmpdir(), 'svc-evmig-'));
-    store = await openStore({ dataDir: dir, database: schema.url });
+    tmp = await openTempStore('postgres', 'svc-evmig-');
+    const { store } = tmp;
     const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
     await migrate(
       store,

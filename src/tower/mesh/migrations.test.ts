@@ -2,33 +2,25 @@
 // mission; deleting a mission (or its domain) still deletes its tasks, on both stores; on
 // PostgreSQL the task table keeps no mission index or key (transitions do not touch one), and
 // its key columns compare bytewise (migration 23).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestSchema, type TestSchema } from '../../../test/support/pg.js';
+import { openTempStore, type TempStore } from '../../../test/support/store.js';
 import { FakeClock } from '../../lib/clock.js';
 import { MIGRATIONS } from '../store/migrations.js';
-import { migrate, openStore, type Store } from '../store/open.js';
+import { migrate, type Store } from '../store/open.js';
 
 const NOW = '2026-11-24T10:00:00.000Z';
 
 describe.each(['sqlite', 'postgres'] as const)('mesh_task_missions migration on %s', (dialect) => {
-  let store: Store | undefined;
-  let schema: TestSchema | undefined;
-  let dir: string | undefined;
+  let tmp: TempStore | undefined;
   afterEach(async () => {
-    await store?.close();
-    await schema?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-    store = schema = dir = undefined;
+    await tmp?.close();
+    tmp = undefined;
   });
 
   async function storeBefore22(): Promise<{ store: Store; clock: FakeClock }> {
-    dir = mkdtempSync(join(tmpdir(), 'svc-meshmig-'));
-    if (dialect === 'postgres') schema = await createTestSchema();
-    store = await openStore({ dataDir: dir, ...(schema ? { database: schema.url } : {}) });
+    tmp = await openTempStore(dialect, 'svc-meshmig-');
+    const { store } = tmp;
     const clock = new FakeClock(Date.parse(NOW));
     await migrate(
       store,
