@@ -58,9 +58,26 @@ function counted(n) {
  */
 const READ_BUFFER = Buffer.allocUnsafe(256 * 1024);
 
-/** A raw TCP connection to the server under test that hands every read to `onBytes`. */
-function rawConnect(request, onBytes, onError) {
+/**
+ * A raw TCP connection to the server under test: sends `request`, reads the response head
+ * (an error unless its status line starts with `status`, e.g. 'HTTP/1.1 200'), then hands
+ * `onHead` nothing more and `onBody(buf, from, to)` every byte after the head, the head's
+ * own read included.
+ */
+function rawConnect(request, status, { onHead, onBody, onError }) {
   const u = new URL(url);
+  let head = '';
+  const onBytes = (buf, n) => {
+    if (head === null) return onBody(buf, 0, n);
+    head += buf.toString('latin1', 0, n);
+    const end = headEnd(head);
+    if (end < 0) return;
+    if (!head.startsWith(status)) return onError(new Error(head.split('\r\n')[0]));
+    const rest = Buffer.from(head.slice(end), 'latin1');
+    head = null;
+    onHead();
+    onBody(rest, 0, rest.length);
+  };
   const socket = net.connect({
     host: u.hostname,
     port: Number(u.port),
@@ -122,25 +139,10 @@ function openSseCounter() {
   return new Promise((resolve, reject) => {
     const { host } = new URL(url);
     const count = sseCounter();
-    let head = '';
     rawConnect(
       `GET /events/stream?type=progress HTTP/1.1\r\nhost: ${host}\r\nauthorization: Bearer ${token}\r\naccept: text/event-stream\r\n\r\n`,
-      (buf, n) => {
-        if (head !== null) {
-          head += buf.toString('latin1', 0, n);
-          const end = headEnd(head);
-          if (end < 0) return;
-          if (!head.startsWith('HTTP/1.1 200')) return reject(new Error(head.split('\r\n')[0]));
-          const body = Buffer.from(head.slice(end), 'latin1');
-          head = null;
-          resolve();
-          counted(count(body, 0, body.length));
-          return;
-        }
-        const read = buf.subarray(0, n);
-        counted(count(read, 0, n));
-      },
-      reject,
+      'HTTP/1.1 200',
+      { onHead: resolve, onBody: (buf, from, to) => counted(count(buf, from, to)), onError: reject },
     );
   });
 }
@@ -202,7 +204,6 @@ function clientFrame(text) {
 function openSocketIoCounter() {
   return new Promise((resolve, reject) => {
     const { host } = new URL(url);
-    let head = '';
     // Frame parsing state: header bytes seen of the current frame, its payload bytes still
     // to skip, and the first two payload bytes (engine.io and socket.io packet types).
     const hdr = Buffer.alloc(14);
@@ -247,20 +248,9 @@ function openSocketIoCounter() {
     };
     socket = rawConnect(
       `GET /socket.io/?EIO=4&transport=websocket HTTP/1.1\r\nhost: ${host}\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\nsec-websocket-key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
-      (buf, n) => {
-        if (head !== null) {
-          head += buf.toString('latin1', 0, n);
-          const end = headEnd(head);
-          if (end < 0) return;
-          if (!head.startsWith('HTTP/1.1 101')) return reject(new Error(head.split('\r\n')[0]));
-          const rest = Buffer.from(head.slice(end), 'latin1');
-          head = null;
-          frames(rest, 0, rest.length);
-          return;
-        }
-        frames(buf, 0, n);
-      },
-      reject,
+      'HTTP/1.1 101',
+      // Open once socket.io's connect packet arrives (packet() resolves).
+      { onHead: () => {}, onBody: frames, onError: reject },
     );
   });
 }

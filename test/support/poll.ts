@@ -21,3 +21,12 @@ export async function waitFor<T>(
     await new Promise((r) => setTimeout(r, opts.intervalMs ?? 25));
   }
 }
+
+/** A promise a test opens by hand: `await g.opened` waits until `g.open()` is called. */
+export function gate(): { opened: Promise<void>; open(): void } {
+  let open = () => {};
+  const opened = new Promise<void>((r) => {
+    open = r;
+  });
+  return { opened, open };
+}

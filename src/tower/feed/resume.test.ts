@@ -3,7 +3,7 @@
 // id is open, later commits stay unreadable, so no reader skips its event.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStream } from '../../../test/support/feed-stream.js';
-import { waitFor } from '../../../test/support/poll.js';
+import { gate, waitFor } from '../../../test/support/poll.js';
 import { STORES, sequencerPass, startTestTower, type TestTower } from '../../../test/support/tower.js';
 
 describe.each(STORES)('feed resume on %s', (store) => {
@@ -91,14 +91,8 @@ describe.each(STORES)('feed resume on %s', (store) => {
       );
       await waitFor('the stream to open', () => live.status() === 200);
       // A write that inserts its event first (the smaller id) and commits last.
-      let release = () => {};
-      const gate = new Promise<void>((r) => {
-        release = r;
-      });
-      let inserted = () => {};
-      const didInsert = new Promise<void>((r) => {
-        inserted = r;
-      });
+      const commit = gate();
+      const inserted = gate();
       const late = t.tower.ctx.write(async (tx) => {
         await tx.db
           .insertInto('events')
@@ -112,17 +106,17 @@ describe.each(STORES)('feed resume on %s', (store) => {
             payload: JSON.stringify({ which: 'late' }),
           })
           .execute();
-        inserted();
-        await gate;
+        inserted.open();
+        await commit.opened;
       });
-      await didInsert;
+      await inserted.opened;
       await t.call('POST', `/domains/${d}/m`, { name: 'early' });
       // A pass that starts after the early commit (stop waits for it) leaves the watermark
       // below the open transaction's id: neither event is readable yet.
       await sequencerPass(t);
       expect(await idsOfDomain(d)).toHaveLength(1);
       expect(live.got).toEqual([]);
-      release();
+      commit.open();
       await late;
       await t.call('POST', `/domains/${d}/m`, { name: 'after' });
       await waitFor('all three events', () => live.got.length >= 3);

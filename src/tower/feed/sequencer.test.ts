@@ -12,6 +12,34 @@ describe('event watermark on postgres', () => {
     await t.close();
   });
 
+  /**
+   * Runs `fn` in an open transaction on a connection of its own (the store's connection
+   * settings select the test's schema), rolled back if `fn` did not end it.
+   */
+  async function inTransaction(fn: (c: pg.Client) => Promise<void>): Promise<void> {
+    const c = new pg.Client(t.tower.ctx.store.pgConfig ?? {});
+    await c.connect();
+    try {
+      await c.query('begin');
+      await fn(c);
+    } finally {
+      await c.query('rollback').catch(() => {});
+      await c.end();
+    }
+  }
+
+  /** An event inserted by hand in `c`'s transaction; its id. */
+  const insertEvent = async (c: pg.Client, domainId: string) =>
+    Number(
+      (
+        await c.query<{ id: string }>(
+          `insert into events (ts, type, domain_id, payload)
+           values ('2026-01-01T00:00:00.000Z', 'matrix', $1, '{}') returning id`,
+          [domainId],
+        )
+      ).rows[0]?.id,
+    );
+
   const visibleIds = async () =>
     (await t.tower.ctx.store.db.selectFrom('feed_events').select('id').orderBy('id').execute()).map((r) =>
       Number(r.id),
@@ -36,17 +64,8 @@ describe('event watermark on postgres', () => {
 
   it('keeps a later commit unreadable while a transaction holding a smaller id is open', async () => {
     const d = await t.call('POST', '/domains', { name: 'hold' });
-    // The store's connection settings select the test's schema.
-    const c = new pg.Client(t.tower.ctx.store.pgConfig ?? {});
-    await c.connect();
-    try {
-      await c.query('begin');
-      const held = await c.query<{ id: string }>(
-        `insert into events (ts, type, domain_id, payload) values ('2026-01-01T00:00:00.000Z', 'matrix', $1, '{}')
-         returning id`,
-        [d.body.id],
-      );
-      const heldId = Number(held.rows[0]?.id);
+    await inTransaction(async (c) => {
+      const heldId = await insertEvent(c, d.body.id as string);
       // Committed after the held insert, so its id is larger.
       const m = await t.call('POST', `/domains/${d.body.id}/m`, { name: 'later' });
       expect(m.status).toBe(201);
@@ -69,27 +88,15 @@ describe('event watermark on postgres', () => {
         return ids.includes(later) ? ids : null;
       });
       expect(v).toContain(heldId);
-    } finally {
-      await c.query('rollback').catch(() => {});
-      await c.end();
-    }
+    });
   });
 
   it('skips the id of a rolled-back insert and moves on', async () => {
     const d = await t.call('POST', '/domains', { name: 'abort' });
-    // The store's connection settings select the test's schema.
-    const c = new pg.Client(t.tower.ctx.store.pgConfig ?? {});
-    await c.connect();
-    try {
-      await c.query('begin');
-      await c.query(
-        `insert into events (ts, type, domain_id, payload) values ('2026-01-01T00:00:00.000Z', 'matrix', $1, '{}')`,
-        [d.body.id],
-      );
+    await inTransaction(async (c) => {
+      await insertEvent(c, d.body.id as string);
       await c.query('rollback');
-    } finally {
-      await c.end();
-    }
+    });
     const m = await t.call('POST', `/domains/${d.body.id}/m`, { name: 'after-abort' });
     expect(m.status).toBe(201);
     await waitFor('the later event readable', async () => {

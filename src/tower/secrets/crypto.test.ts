@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { gate } from '../../../test/support/poll.js';
 import { associatedData, keyIdOf, open, seal } from './crypto.js';
 import { Keyring } from './keyring.js';
 import { formatKeyList, generateKey, parseKeyList } from './master-key.js';
@@ -100,13 +101,10 @@ describe('the keyring', () => {
     const newKey = generateKey();
     const ring = new Keyring([oldKey]);
     const order: string[] = [];
-    let release!: () => void;
-    const held = new Promise<void>((r) => {
-      release = r;
-    });
+    const held = gate();
     const writer = ring.withCurrent(async (s) => {
       order.push(`write-start ${s.keyId === keyIdOf(oldKey) ? 'old' : 'new'}`);
-      await held;
+      await held.opened;
       order.push('write-end');
     });
     const swap = ring.replace([newKey]);
@@ -115,7 +113,7 @@ describe('the keyring', () => {
     });
     await new Promise((r) => setImmediate(r));
     expect(order).toEqual(['write-start old']);
-    release();
+    held.open();
     await Promise.all([writer, swap, later]);
     // The writer that arrived during the swap waited for it and sealed under the new key.
     expect(order).toEqual(['write-start old', 'write-end', 'late-write new']);

@@ -1,23 +1,21 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestSchema, type TestSchema } from '../../../test/support/pg.js';
+import { gate } from '../../../test/support/poll.js';
+import { openTempStore, type TempStore } from '../../../test/support/store.js';
 import { FakeClock, iso } from '../../lib/clock.js';
-import { migrate, openStore, type Store } from './open.js';
+import { migrate, type Store } from './open.js';
 import { createWrite } from './tx.js';
 
 describe('createWrite on SQLite (grouped commits)', () => {
+  let tmp: TempStore | undefined;
   let store: Store;
-  let dir: string;
   afterEach(async () => {
-    await store?.close();
-    rmSync(dir, { recursive: true, force: true });
+    await tmp?.close();
+    tmp = undefined;
   });
 
   async function open() {
-    dir = mkdtempSync(join(tmpdir(), 'svc-tx-'));
-    store = await openStore({ dataDir: dir });
+    tmp = await openTempStore('sqlite', 'svc-tx-');
+    store = tmp.store;
     const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
     await migrate(store, clock);
     let commits = 0;
@@ -78,22 +76,16 @@ describe('createWrite on SQLite (grouped commits)', () => {
             .executeTakeFirst()
         )?.n,
       );
-    let release = () => {};
-    const held = new Promise<void>((r) => {
-      release = r;
-    });
-    let inside = () => {};
-    const entered = new Promise<void>((r) => {
-      inside = r;
-    });
+    const held = gate();
+    const entered = gate();
     const w = write(async (tx) => {
       await tx.db.insertInto('domains').values(domain('d1', tx.now)).execute();
-      inside();
-      await held; // the write group keeps the store's connection across event-loop turns
+      entered.open();
+      await held.opened; // the write group keeps the store's connection across event-loop turns
     });
-    await entered;
+    await entered.opened;
     expect(await count()).toBe(0);
-    release();
+    held.open();
     await w;
     expect(await count()).toBe(1);
     await expect(
@@ -103,19 +95,15 @@ describe('createWrite on SQLite (grouped commits)', () => {
 });
 
 describe.each(['sqlite', 'postgres'] as const)('write.insertOne on %s', (dialect) => {
-  let store: Store;
-  let dir: string;
-  let pgSchema: TestSchema | null = null;
+  let tmp: TempStore | undefined;
   afterEach(async () => {
-    await store?.close();
-    await pgSchema?.drop();
-    rmSync(dir, { recursive: true, force: true });
+    await tmp?.close();
+    tmp = undefined;
   });
 
   it('inserts the row and its event together, or nothing when the parent is missing', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'svc-tx-'));
-    if (dialect === 'postgres') pgSchema = await createTestSchema();
-    store = await openStore({ dataDir: dir, database: pgSchema?.url });
+    tmp = await openTempStore(dialect, 'svc-tx-');
+    const { store } = tmp;
     const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
     await migrate(store, clock);
     let kicks = 0;
