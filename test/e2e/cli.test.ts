@@ -1,10 +1,19 @@
 // The operator CLI against a real tower: login, tokens, domains and missions, with human
 // tables and --json, and the exit codes scripts rely on.
+import { spawnSync } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../support/poll.js';
-import { run, SVC_BIN, spawnProc, startTowerProc, stopAll, type TowerProc } from '../support/procs.js';
+import {
+  run,
+  SVC_BIN,
+  SVCD_BIN,
+  spawnProc,
+  startTowerProc,
+  stopAll,
+  type TowerProc,
+} from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';
 
 describe('svc against a tower', () => {
@@ -134,5 +143,13 @@ describe('svc against a tower', () => {
     expect((await submit()).code).toBe(0);
     expect(await feed.exited).toBe(141);
     expect(feed.stderr()).not.toMatch(/EPIPE|at /);
+  });
+
+  it('builds svc and svcd as executables (npx runs them as package bins, with no node in front)', async () => {
+    for (const bin of [SVC_BIN, SVCD_BIN]) {
+      expect(statSync(bin).mode & 0o111, bin).toBe(0o111);
+      const r = spawnSync(bin, ['--version'], { encoding: 'utf8' });
+      expect(r.status, `${bin}: ${r.stderr}`).toBe(0);
+    }
   });
 });
