@@ -10,6 +10,12 @@ import { iso } from '../../lib/clock.js';
 import type { FeedEvent, NewEvent } from '../../protocol/events.js';
 import type { Tables } from '../store/types.js';
 
+/**
+ * Most events one row may hold as a block (feed/migrations.ts, version 12). On PostgreSQL
+ * the event id sequence steps by this much, so the ids of a block never reach the next row's.
+ */
+export const EVENT_BLOCK_MAX = 1000;
+
 /** Channel on which readers are told that newly numbered events are readable. */
 export function notifyChannel(schema: string | null): string {
   return schema ? `svc_events_${schema}` : 'svc_events';
@@ -38,7 +44,7 @@ export async function appendEvents(
     .execute();
 }
 
-export function eventFromRow(row: {
+export interface StoredEvent {
   id: string | number | null;
   ts: string;
   type: string;
@@ -46,8 +52,31 @@ export function eventFromRow(row: {
   mission_id: string | null;
   agent_id: string | null;
   status: string | null;
+  /** Null: one event; else a block of `n` (store/types.ts EventRow). */
+  n?: number | null;
   payload: string;
-}): FeedEvent {
+}
+
+type BlockMember = [string | null, string | null, string | null, string | null, Record<string, unknown>];
+
+/** The events of one stored row: itself, or each event of a block, in id order. */
+export function eventsFromRow(row: StoredEvent): FeedEvent[] {
+  if (row.n === null || row.n === undefined) return [eventFromRow(row)];
+  const base = BigInt(row.id ?? 0);
+  const members = JSON.parse(row.payload) as BlockMember[];
+  return members.map(([domain_id, mission_id, agent_id, status, payload], i) => ({
+    id: String(base + BigInt(i)),
+    ts: row.ts,
+    type: row.type as FeedEvent['type'],
+    domain_id,
+    mission_id,
+    agent_id,
+    status,
+    payload,
+  }));
+}
+
+export function eventFromRow(row: StoredEvent): FeedEvent {
   return {
     id: String(row.id),
     ts: row.ts,

@@ -7,13 +7,15 @@
 // A subscriber that resumes is registered first, then replays from the table; live events that
 // arrive meanwhile wait in its queue and are de-duplicated by id at the switch, so the client
 // gets every later event exactly once, in order, with no gap between replay and live.
+
+import { sql } from 'kysely';
 import pg from 'pg';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import type { EventType, FeedEvent } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
 import type { Store } from '../store/open.js';
-import { eventFromRow, notifyChannel } from './event-log.js';
+import { EVENT_BLOCK_MAX, eventsFromRow, notifyChannel } from './event-log.js';
 
 export const PAGE = 500;
 /** Backstop for lost notifications (and for a LISTEN connection being re-established). */
@@ -359,22 +361,44 @@ export class FeedHub {
     }
   }
 
+  /**
+   * Up to `limit` events with ids above `after`, in id order. A row may be a block of events
+   * (ids `id` .. `id + n - 1`, at most EVENT_BLOCK_MAX): rows from `after - EVENT_BLOCK_MAX + 1`
+   * on are read (the primary key's range), those ending at or below `after` left out, so
+   * every row read gives at least one event and `limit` rows are enough.
+   */
   private async page(after: bigint, limit: number): Promise<FeedEvent[]> {
     const rows = await this.deps.store.reader
       .selectFrom('feed_events')
-      .select(['id', 'ts', 'type', 'domain_id', 'mission_id', 'agent_id', 'status', 'payload'])
-      .where('id', '>', this.idParam(after))
+      .select(['id', 'ts', 'type', 'domain_id', 'mission_id', 'agent_id', 'status', 'n', 'payload'])
+      .where('id', '>', this.idParam(after - BigInt(EVENT_BLOCK_MAX - 1)))
+      .where(sql<string | number>`id + coalesce(n, 1)`, '>', this.idParam(after + 1n))
       .orderBy('id')
       .limit(limit)
       .execute();
-    return rows.map(eventFromRow);
+    const events: FeedEvent[] = [];
+    for (const row of rows) {
+      for (const ev of eventsFromRow(row)) {
+        if (BigInt(ev.id) <= after) continue;
+        if (events.length === limit) return events;
+        events.push(ev);
+      }
+    }
+    return events;
   }
 
+  /** The oldest and the newest event id kept (a block's last id is its newest). */
   private async bounds(): Promise<{ min: bigint | null; max: bigint }> {
     const r = await this.deps.store.reader
-      .selectFrom('feed_events')
-      .select((eb) => [eb.fn.min('id').as('min'), eb.fn.max('id').as('max')])
-      .where('id', 'is not', null)
+      .selectNoFrom((eb) => [
+        eb.selectFrom('feed_events').select('id').orderBy('id').limit(1).as('min'),
+        eb
+          .selectFrom('feed_events')
+          .select(sql<string | number>`id + coalesce(n, 1) - 1`.as('last'))
+          .orderBy('id', 'desc')
+          .limit(1)
+          .as('max'),
+      ])
       .executeTakeFirst();
     return {
       min: r?.min === null || r?.min === undefined ? null : BigInt(r.min as string | number),

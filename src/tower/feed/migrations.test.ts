@@ -1,12 +1,13 @@
 // Upgrading a PostgreSQL store to event ids given at insert (migration 11) keeps every event
 // and its id; events the old sequencer had not numbered yet get the next ids, and new ones
-// come after all of them.
+// come after all of them. Event blocks (migration 12) keep every event and id too.
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openTempStore, type TempStore } from '../../../test/support/store.js';
 import { FakeClock } from '../../lib/clock.js';
 import { MIGRATIONS } from '../store/migrations.js';
 import { migrate } from '../store/open.js';
+import { EVENT_BLOCK_MAX } from './event-log.js';
 
 describe('event id migration on postgres', () => {
   let tmp: TempStore | undefined;
@@ -52,5 +53,48 @@ describe('event id migration on postgres', () => {
     expect(Number(next.id)).toBe(16);
     // Not readable until the watermark passes it (no sequencer runs here).
     expect(await db.selectFrom('feed_events').select('id').where('id', '=', next.id).execute()).toEqual([]);
+  });
+});
+
+describe.each(['sqlite', 'postgres'] as const)('event block migration on %s', (dialect) => {
+  let tmp: TempStore | undefined;
+  afterEach(async () => {
+    await tmp?.close();
+    tmp = undefined;
+  });
+
+  it('keeps every event and id; feed_events carries the block size; ids then step past blocks', async () => {
+    tmp = await openTempStore(dialect, 'svc-evblk-');
+    const { store } = tmp;
+    const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
+    await migrate(
+      store,
+      clock,
+      MIGRATIONS.filter((m) => m.version !== 12),
+    );
+    const db = store.db;
+    const ev = (n: number) =>
+      sql`insert into events (ts, type, payload) values ('2026-11-23T10:00:00.000Z', 'matrix', ${JSON.stringify({ n })})`;
+    for (let n = 1; n <= 3; n++) await ev(n).execute(db);
+    const before = await db.selectFrom('events').select(['id', 'payload']).orderBy('id').execute();
+
+    expect(await migrate(store, clock)).toEqual([12]);
+
+    const after = await db.selectFrom('events').select(['id', 'payload', 'n']).orderBy('id').execute();
+    expect(after.map((r) => [String(r.id), r.payload, r.n])).toEqual(
+      before.map((r) => [String(r.id), r.payload, null]),
+    );
+    if (dialect === 'postgres') await sql`update event_watermark set w = 1000000`.execute(db);
+    const visible = await db.selectFrom('feed_events').select(['id', 'n']).orderBy('id').execute();
+    expect(visible.map((r) => [String(r.id), r.n])).toEqual(before.map((r) => [String(r.id), null]));
+    await ev(4).execute(db);
+    await ev(5).execute(db);
+    const next = (await db.selectFrom('events').select('id').orderBy('id').execute()).map((r) =>
+      Number(r.id),
+    );
+    const last = Number(before[2]?.id);
+    // SQLite writes no blocks: its rowid goes on one by one.
+    const step = dialect === 'postgres' ? EVENT_BLOCK_MAX : 1;
+    expect(next.slice(3)).toEqual([last + step, last + 2 * step]);
   });
 });

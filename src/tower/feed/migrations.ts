@@ -2,6 +2,7 @@
 // messages. (The events table itself is core: migration 1; how its ids are given: 11.)
 import { type Kysely, sql } from 'kysely';
 import type { Migration } from '../store/migrations.js';
+import { EVENT_BLOCK_MAX } from './event-log.js';
 
 export interface NodeEventKeyRow {
   /** "<node_id>:<key>" */
@@ -122,6 +123,36 @@ export const feedEventIdsMigration: Migration = {
     await sql`create table event_watermark (w bigint not null)`.execute(db);
     await sql`insert into event_watermark select coalesce(max(id), 0) from events`.execute(db);
     await sql`create view feed_events as
+      select * from events where id <= (select w from event_watermark)`.execute(db);
+  },
+};
+
+/**
+ * A block: the events of one batch transition (a mesh claim or completion of up to hundreds
+ * of tasks) in ONE row, `n` events with ids `id` .. `id + n - 1`, instead of a row (a heap
+ * tuple and two index entries) per event: the largest cost of PostgreSQL's share of the mesh
+ * hot path after the task rows themselves. Readers expand blocks (feed/event-log.ts
+ * eventsFromRow); what clients see is unchanged, one event per id.
+ *
+ * On PostgreSQL the id sequence steps by EVENT_BLOCK_MAX, so each row owns the ids up to the
+ * next row's: ids stay strictly increasing in the order events become visible (a block is
+ * readable below the watermark as a whole, with the row that holds it). Ids were never dense
+ * (a rolled-back insert leaves a hole); they now grow by EVENT_BLOCK_MAX per row. SQLite
+ * writes no blocks (its rowid stays as it is); it gets the column so readers are the same.
+ * Existing events keep their ids; `feed_events` is recreated to carry the column.
+ */
+export const feedEventBlocksMigration: Migration = {
+  version: 12,
+  name: 'feed: a batch transition writes its events as one block row',
+  async up(db: Kysely<unknown>, dialect) {
+    await sql`alter table events add column n integer`.execute(db);
+    if (dialect !== 'postgres') {
+      await sql`drop view feed_events`.execute(db);
+      await sql`create view feed_events as select * from events`.execute(db);
+      return;
+    }
+    await sql`alter sequence events_id_seq increment by ${sql.lit(EVENT_BLOCK_MAX)}`.execute(db);
+    await sql`create or replace view feed_events as
       select * from events where id <= (select w from event_watermark)`.execute(db);
   },
 };

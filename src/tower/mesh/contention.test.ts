@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loggedEvents } from '../../../test/support/events.js';
 import { createTestSchema, type TestSchema } from '../../../test/support/pg.js';
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { silentLogger } from '../../lib/log.js';
@@ -97,12 +98,7 @@ describe('mesh claims across two replicas on PostgreSQL', () => {
       .execute();
     expect(states.map((s) => [s.state, Number(s.n)])).toEqual([['completed', TASKS]]);
     // One "completed" transition event per task, written with the change.
-    const events = await db
-      .selectFrom('events')
-      .select('payload')
-      .where('type', '=', 'matrix')
-      .where('status', '=', 'completed')
-      .execute();
+    const events = (await loggedEvents(db)).filter((e) => e.type === 'matrix' && e.status === 'completed');
     const ids = events
       .map((e) => JSON.parse(e.payload) as { entity?: string; id?: string })
       .filter((p) => p.entity === 'mesh_task')

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loggedEvents } from '../../../test/support/events.js';
 import { waitFor } from '../../../test/support/poll.js';
 import { STORES, startTestTower, type TestTower } from '../../../test/support/tower.js';
 import { FakeClock } from '../../lib/clock.js';
@@ -114,11 +115,7 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
     expect(retried.body).toMatchObject({ state: 'pending', attempt: 2, failure_reason: null });
     expect((await claim(agent.id))?.task.id).toBe(low2.id);
 
-    const events = await t.tower.ctx.store.db
-      .selectFrom('events')
-      .select(['type', 'status', 'payload'])
-      .where('mission_id', '=', missionId)
-      .execute();
+    const events = (await loggedEvents(t.tower.ctx.store.db)).filter((e) => e.mission_id === missionId);
     const forHigh = events.filter((e) => (JSON.parse(e.payload) as { id?: string }).id === high.id);
     expect(forHigh.map((e) => e.status)).toEqual(['pending', 'claimed', 'running', 'completed']);
     expect(events.some((e) => e.type === 'progress')).toBe(true);
@@ -458,13 +455,8 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
     expect(unknown.status).toBe(404);
     expect(((await t.call('GET', `/work/tasks/${notMine}`)).body as unknown as Task).state).toBe('pending');
 
-    const events = await t.tower.ctx.store.db
-      .selectFrom('events')
-      .selectAll()
-      .where('mission_id', '=', m)
-      .execute();
     // Insertion order: the id on both stores (given at insert).
-    events.sort((a, b) => Number(a.id) - Number(b.id));
+    const events = (await loggedEvents(t.tower.ctx.store.db)).filter((e) => e.mission_id === m);
     for (const c of all) {
       const mine = events
         .map((e) => ({ ...e, p: JSON.parse(e.payload) as Record<string, unknown> }))

@@ -15,23 +15,28 @@
 import { randomBytes } from 'node:crypto';
 import { iso } from '../../lib/clock.js';
 import type { Principal } from '../auth/principal.js';
+import { EVENT_BLOCK_MAX } from '../feed/event-log.js';
 import type { Write } from '../store/tx.js';
 import type { MeshTaskRow } from './migrations.js';
 
 /**
- * The `matrix` event of each row a CTE named `changed` returned, as feed/event-log.ts writes
- * it (null members left out). `extra`: more `json_build_object` pairs, never null. A CASE on
- * the one nullable member rather than json_strip_nulls, which parses the JSON again. Events
- * go in task id order, compared bytewise (ids are ASCII) rather than through strcoll.
+ * The `matrix` events of the rows a CTE named `changed` returned, as ONE block row of the
+ * event log (feed/migrations.ts, version 12): `n` events with ids from the row's id on, each
+ * `[domain_id, mission_id, agent_id, status, payload]` with the payload as feed/event-log.ts
+ * writes it (null members left out), in task id order compared bytewise (ids are ASCII).
+ * No row when nothing changed. `extra`: more `json_build_object` pairs, never null. A CASE
+ * on the one nullable member rather than json_strip_nulls, which parses the JSON again.
  */
 function eventInsert(action: string, tsParam: string, extra = ''): string {
   const members = `'entity', 'mesh_task', 'action', '${action}', 'id', id, 'title', title, 'state', state,
         'attempt', attempt${extra}`;
-  return `insert into events (ts, type, domain_id, mission_id, agent_id, status, payload)
-    select ${tsParam}, 'matrix', domain_id, mission_id, coalesce(claimed_by, assigned_agent_id), state,
-      (case when parent_id is null then json_build_object(${members})
-        else json_build_object(${members}, 'parent_id', parent_id) end)::text
-    from changed order by id collate "C"`;
+  return `insert into events (ts, type, n, payload)
+    select ${tsParam}, 'matrix', count(*), json_agg(json_build_array(domain_id, mission_id,
+        coalesce(claimed_by, assigned_agent_id), state,
+        case when parent_id is null then json_build_object(${members})
+          else json_build_object(${members}, 'parent_id', parent_id) end)
+      order by id collate "C")::text
+    from changed having count(*) > 0`;
 }
 
 /** ISO 8601 UTC text with milliseconds, exactly as lib/clock.ts iso() writes it. */
@@ -80,6 +85,8 @@ export async function pgClaim(
   limit: number,
   nowMs: number,
 ): Promise<ClaimRow[]> {
+  // A claim's events are one block (eventInsert).
+  if (limit > EVENT_BLOCK_MAX) throw new RangeError(`a claim takes at most ${EVENT_BLOCK_MAX} tasks`);
   // One draw for the batch: 12 random bytes per lease.
   const hex = randomBytes(12 * limit).toString('hex');
   const leases = Array.from({ length: limit }, (_, i) => `lease_${hex.slice(i * 24, i * 24 + 24)}`);
@@ -117,8 +124,8 @@ export type LeasedRow = {
   cur_lease: string | null;
 } & (MeshTaskRow | { [K in keyof MeshTaskRow]: null });
 
-/** Most requests one statement carries. */
-export const MAX_BATCH = 500;
+/** Most requests one statement carries (its events are one block: at most EVENT_BLOCK_MAX). */
+export const MAX_BATCH = Math.min(500, EVENT_BLOCK_MAX);
 /** Statements of one kind under way at once (of the pool's connections). */
 export const MAX_IN_FLIGHT = Number(process.env.SVC_MESH_IN_FLIGHT ?? 4);
 

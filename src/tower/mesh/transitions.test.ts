@@ -2,6 +2,7 @@
 // and every illegal one"). A legal one changes the state and writes its `matrix` event; an
 // illegal one is 409 (stale_lease or illegal_transition) and changes nothing, event included.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loggedEvents } from '../../../test/support/events.js';
 import { STORES, startTestTower, type TestTower } from '../../../test/support/tower.js';
 import { FakeClock } from '../../lib/clock.js';
 
@@ -179,14 +180,11 @@ describe.each(STORES)('mesh task transitions on %s', (store) => {
 
   /** The task's `matrix` event actions, in insertion order. */
   async function actions(taskId: string): Promise<string[]> {
-    const rows = await t.tower.ctx.store.db
-      .selectFrom('events')
-      .selectAll()
-      .where('type', '=', 'matrix')
-      .where('payload', 'like', `%${taskId}%`)
-      .execute();
-    rows.sort((a, b) => Number(a.id) - Number(b.id));
-    return rows.map((r) => (JSON.parse(r.payload) as { action: string }).action);
+    return (await loggedEvents(t.tower.ctx.store.db))
+      .filter((e) => e.type === 'matrix')
+      .map((e) => JSON.parse(e.payload) as { id: string; action: string })
+      .filter((p) => p.id === taskId)
+      .map((p) => p.action);
   }
 
   it.each(CASES)('$action from $from: $outcome', async ({ from, action, outcome }) => {

@@ -2,7 +2,7 @@
 // and is recorded in svc_migrations; on PostgreSQL a session advisory lock makes two
 // replicas that start together migrate once (the second waits, then finds nothing to do).
 import { type Kysely, sql } from 'kysely';
-import { feedEventIdsMigration, feedMigration } from '../feed/migrations.js';
+import { feedEventBlocksMigration, feedEventIdsMigration, feedMigration } from '../feed/migrations.js';
 import {
   meshBytewiseKeysMigration,
   meshMigration,
@@ -142,4 +142,5 @@ export const MIGRATIONS: Migration[] = [
   meshTaskMissionsMigration,
   meshBytewiseKeysMigration,
   secretsMigration,
+  feedEventBlocksMigration,
 ];

@@ -101,6 +101,13 @@ export interface EventRow {
   mission_id: string | null;
   agent_id: string | null;
   status: string | null;
+  /**
+   * Null: one event. Otherwise a block of `n` events with ids `id` .. `id + n - 1`
+   * (feed/migrations.ts, version 12): `payload` is a JSON array of
+   * `[domain_id, mission_id, agent_id, status, payload]`, one per event in id order, and the
+   * row's own domain, mission, agent and status are null. Only PostgreSQL writes blocks.
+   */
+  n: Generated<number | null>;
   payload: string;
 }
 

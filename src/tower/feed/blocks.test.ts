@@ -1,0 +1,170 @@
+// On PostgreSQL a batch transition stores its events as one block row (feed/migrations.ts
+// version 12). Readers see one event per id all the same: live, resumed from inside a block,
+// and at the edges (the newest id is a block's last; beyond it is unknown).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loggedEvents } from '../../../test/support/events.js';
+import { waitFor } from '../../../test/support/poll.js';
+import { startTestTower, type TestTower } from '../../../test/support/tower.js';
+import { silentLogger } from '../../lib/log.js';
+import type { FeedEvent } from '../../protocol/events.js';
+import type { Principal } from '../auth/principal.js';
+import { EVENT_BLOCK_MAX } from './event-log.js';
+import { FeedHub, type ResetInfo, type SubscriberSink } from './hub.js';
+
+const admin: Principal = {
+  kind: 'token',
+  id: 'admin',
+  name: 'admin',
+  scopes: ['feed:read'],
+  domains: null,
+  expiresAt: null,
+};
+
+function sink(): SubscriberSink & { events: FeedEvent[]; resets: ResetInfo[] } {
+  const events: FeedEvent[] = [];
+  const resets: ResetInfo[] = [];
+  return {
+    events,
+    resets,
+    deliver: (evs) => {
+      events.push(...evs);
+      return true;
+    },
+    reset: (info) => resets.push(info),
+    closed: () => {},
+  };
+}
+
+const action = (e: FeedEvent) => `${String(e.payload.action)}:${String(e.payload.id)}`;
+const ofTasks = (events: FeedEvent[]) => events.filter((e) => e.payload.entity === 'mesh_task');
+
+describe('event blocks on postgres', () => {
+  let t: TestTower;
+  let hub: FeedHub;
+  let live: ReturnType<typeof sink>;
+  let taskIds: string[];
+  let agentId: string;
+
+  beforeAll(async () => {
+    t = await startTestTower('postgres');
+    const { ctx } = t.tower;
+    hub = new FeedHub({
+      store: ctx.store,
+      clock: ctx.clock,
+      log: silentLogger(),
+      onLocalCommit: (listener) => ctx.eventsCommitted.on(listener),
+    });
+    await hub.start();
+    live = sink();
+    await hub.subscribe(admin, { types: ['matrix'] }, null, live);
+
+    const node = (await t.call('POST', '/nodes', { hostname: 'blocks' })).body as { jwt: string };
+    const domainId = ((await t.call('POST', '/domains', { name: 'blocks' })).body as { id: string }).id;
+    const missionId = ((await t.call('POST', `/domains/${domainId}/m`, { name: 'b' })).body as { id: string })
+      .id;
+    const agent = (
+      await t.call(
+        'POST',
+        '/agents',
+        { domain_id: domainId, runtime: 'beta_cli', capabilities: [] },
+        node.jwt,
+      )
+    ).body as { id: string };
+    agentId = agent.id;
+    taskIds = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await t.call('POST', `/work/missions/${missionId}/tasks`, { title: `t${i}` });
+      taskIds.push((r.body as { id: string }).id);
+    }
+    const mcp = (tool: string, args: Record<string, unknown>) =>
+      t.call('POST', '/mcp/call', { tool, args }, node.jwt);
+    const claimed = (await mcp('claim_mesh_tasks', { agent_id: agent.id, max: 5 })).body.result as {
+      items: { task: { id: string }; lease_id: string }[];
+    };
+    expect(claimed.items).toHaveLength(5);
+    const done = await mcp('complete_mesh_tasks', {
+      items: claimed.items.map((c) => ({ task_id: c.task.id, lease_id: c.lease_id })),
+    });
+    expect(done.status).toBe(200);
+    taskIds.sort();
+  });
+  afterAll(async () => {
+    await hub?.stop();
+    await t?.close();
+  });
+
+  it('stores a batch claim and a batch completion as one row each, ids stepping past them', async () => {
+    const rows = await t.tower.ctx.store.db
+      .selectFrom('events')
+      .select(['id', 'n', 'payload'])
+      .where('type', '=', 'matrix')
+      .orderBy('id')
+      .execute()
+      .then((rs) => rs.filter((r) => r.n !== null || r.payload.includes('"mesh_task"')));
+    // Five creations (one row each), then the claim's block and the completion's block.
+    expect(rows.map((r) => r.n)).toEqual([null, null, null, null, null, 5, 5]);
+    const ids = rows.map((r) => Number(r.id));
+    for (let i = 1; i < ids.length; i++) {
+      expect((ids[i] as number) - (ids[i - 1] as number)).toBeGreaterThanOrEqual(EVENT_BLOCK_MAX);
+    }
+    const logged = (await loggedEvents(t.tower.ctx.store.db)).filter((e) =>
+      e.payload.includes('"mesh_task"'),
+    );
+    expect(logged).toHaveLength(15);
+    const claimBase = BigInt(rows[5]?.id ?? 0);
+    expect(logged.slice(5, 10).map((e) => BigInt(e.id))).toEqual(
+      [0n, 1n, 2n, 3n, 4n].map((i) => claimBase + i),
+    );
+  });
+
+  it('delivers every event of a block live, one per id, in task id order', async () => {
+    await waitFor('the live subscriber to get all 15 events', () => ofTasks(live.events).length >= 15);
+    const tasks = ofTasks(live.events);
+    expect(tasks.map(action)).toEqual([
+      ...taskIds.map((id) => `created:${id}`),
+      ...taskIds.map((id) => `claimed:${id}`),
+      ...taskIds.map((id) => `completed:${id}`),
+    ]);
+    const claimedEv = tasks[5] as FeedEvent;
+    expect(claimedEv).toMatchObject({ type: 'matrix', status: 'claimed' });
+    expect(claimedEv.domain_id).toBe(tasks[0]?.domain_id);
+    expect(claimedEv.mission_id).toBe(tasks[0]?.mission_id);
+    expect(claimedEv.agent_id).toBe(agentId);
+    expect(claimedEv.payload).toEqual({
+      entity: 'mesh_task',
+      action: 'claimed',
+      id: taskIds[0],
+      title: expect.any(String),
+      state: 'claimed',
+      attempt: 1,
+    });
+    const ids = live.events.map((e) => BigInt(e.id));
+    expect(ids).toEqual([...ids].sort((a, b) => (a < b ? -1 : 1)));
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('resumes from inside a block with the rest of it, exactly once', async () => {
+    const all = live.events;
+    const first = all.length - 15;
+    for (const from of [0, 5, 6, 8, 9, 12, 14].map((i) => first + i)) {
+      const s = sink();
+      const sub = await hub.subscribe(admin, { types: ['matrix'] }, BigInt(all[from]?.id ?? 0), s);
+      expect(s.resets).toEqual([]);
+      expect(s.events.map((e) => e.id)).toEqual(all.slice(from + 1).map((e) => e.id));
+      sub.close();
+    }
+  });
+
+  it('knows the newest id is the last of the newest block', async () => {
+    const last = BigInt(live.events[live.events.length - 1]?.id ?? 0);
+    const atEnd = sink();
+    (await hub.subscribe(admin, {}, last, atEnd)).close();
+    expect(atEnd.resets).toEqual([]);
+    expect(atEnd.events).toEqual([]);
+    const beyond = sink();
+    (await hub.subscribe(admin, {}, last + 1n, beyond)).close();
+    expect(beyond.resets).toEqual([
+      { reason: 'unknown', last_event_id: String(last + 1n), resume_after: String(last) },
+    ]);
+  });
+});
