@@ -98,3 +98,20 @@ describe.each(['sqlite', 'postgres'] as const)('event block migration on %s', (d
     expect(next.slice(3)).toEqual([last + step, last + 2 * step]);
   });
 });
+
+describe('event payload compression on postgres', () => {
+  it('compresses payloads with lz4 and keeps rows inline up to 8 KiB', async () => {
+    const tmp = await openTempStore('postgres', 'svc-evlz4-');
+    try {
+      const { store } = tmp;
+      await migrate(store, new FakeClock(0));
+      const r = await sql<{ compression: string; options: string[] | null }>`
+        select a.attcompression as compression, c.reloptions as options
+        from pg_attribute a join pg_class c on c.oid = a.attrelid
+        where c.oid = 'events'::regclass and a.attname = 'payload'`.execute(store.db);
+      expect(r.rows[0]).toEqual({ compression: 'l', options: ['toast_tuple_target=8160'] });
+    } finally {
+      await tmp.close();
+    }
+  });
+});

@@ -2,7 +2,12 @@
 // and is recorded in svc_migrations; on PostgreSQL a session advisory lock makes two
 // replicas that start together migrate once (the second waits, then finds nothing to do).
 import { type Kysely, sql } from 'kysely';
-import { feedEventBlocksMigration, feedEventIdsMigration, feedMigration } from '../feed/migrations.js';
+import {
+  feedEventBlocksMigration,
+  feedEventCompressionMigration,
+  feedEventIdsMigration,
+  feedMigration,
+} from '../feed/migrations.js';
 import {
   meshBytewiseKeysMigration,
   meshMigration,
@@ -143,4 +148,5 @@ export const MIGRATIONS: Migration[] = [
   meshBytewiseKeysMigration,
   secretsMigration,
   feedEventBlocksMigration,
+  feedEventCompressionMigration,
 ];
