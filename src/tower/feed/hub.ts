@@ -7,7 +7,6 @@
 // A subscriber that resumes is registered first, then replays from the table; live events that
 // arrive meanwhile wait in its queue and are de-duplicated by id at the switch, so the client
 // gets every later event exactly once, in order, with no gap between replay and live.
-
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
@@ -362,16 +361,18 @@ export class FeedHub {
   }
 
   /**
-   * Up to `limit` events with ids above `after`, in id order. A row may be a block of events
-   * (ids `id` .. `id + n - 1`, at most EVENT_BLOCK_MAX): rows from `after - EVENT_BLOCK_MAX + 1`
-   * on are read (the primary key's range), those ending at or below `after` left out, so
-   * every row read gives at least one event and `limit` rows are enough.
+   * Up to `limit` events with ids above `after`, in id order. On PostgreSQL a row may be a
+   * block of events (ids `id` .. `id + n - 1`, at most EVENT_BLOCK_MAX, and the next row's id
+   * past them): rows from `after - EVENT_BLOCK_MAX + 1` on are read (the primary key's
+   * range), those ending at or below `after` left out, so every row read gives at least one
+   * event and `limit` rows are enough. SQLite has no blocks (its ids are dense): from `after`.
    */
   private async page(after: bigint, limit: number): Promise<FeedEvent[]> {
+    const span = this.deps.store.dialect === 'postgres' ? BigInt(EVENT_BLOCK_MAX - 1) : 0n;
     const rows = await this.deps.store.reader
       .selectFrom('feed_events')
       .select(['id', 'ts', 'type', 'domain_id', 'mission_id', 'agent_id', 'status', 'n', 'payload'])
-      .where('id', '>', this.idParam(after - BigInt(EVENT_BLOCK_MAX - 1)))
+      .where('id', '>', this.idParam(after - span))
       .where(sql<string | number>`id + coalesce(n, 1)`, '>', this.idParam(after + 1n))
       .orderBy('id')
       .limit(limit)
