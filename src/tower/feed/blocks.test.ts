@@ -44,6 +44,8 @@ describe('event blocks on postgres', () => {
   let live: ReturnType<typeof sink>;
   let taskIds: string[];
   let agentId: string;
+  let mcp: (tool: string, args: Record<string, unknown>) => ReturnType<TestTower['call']>;
+  let missionId: string;
 
   beforeAll(async () => {
     t = await startTestTower('postgres');
@@ -60,8 +62,7 @@ describe('event blocks on postgres', () => {
 
     const node = (await t.call('POST', '/nodes', { hostname: 'blocks' })).body as { jwt: string };
     const domainId = ((await t.call('POST', '/domains', { name: 'blocks' })).body as { id: string }).id;
-    const missionId = ((await t.call('POST', `/domains/${domainId}/m`, { name: 'b' })).body as { id: string })
-      .id;
+    missionId = ((await t.call('POST', `/domains/${domainId}/m`, { name: 'b' })).body as { id: string }).id;
     const agent = (
       await t.call(
         'POST',
@@ -76,8 +77,7 @@ describe('event blocks on postgres', () => {
       const r = await t.call('POST', `/work/missions/${missionId}/tasks`, { title: `t${i}` });
       taskIds.push((r.body as { id: string }).id);
     }
-    const mcp = (tool: string, args: Record<string, unknown>) =>
-      t.call('POST', '/mcp/call', { tool, args }, node.jwt);
+    mcp = (tool, args) => t.call('POST', '/mcp/call', { tool, args }, node.jwt);
     const claimed = (await mcp('claim_mesh_tasks', { agent_id: agent.id, max: 5 })).body.result as {
       items: { task: { id: string }; lease_id: string }[];
     };
@@ -166,5 +166,40 @@ describe('event blocks on postgres', () => {
     expect(beyond.resets).toEqual([
       { reason: 'unknown', last_event_id: String(last + 1n), resume_after: String(last) },
     ]);
+  });
+
+  it('escapes free text in a block: titles and failure reasons come out as they went in', async () => {
+    const title = 'say "hi"\\ then\n\ttab, ü, \u2028 and </script>';
+    const reason = 'exit 1: "quoted"\\path\nnext line';
+    const created = (await t.call('POST', `/work/missions/${missionId}/tasks`, { title })).body as {
+      id: string;
+    };
+    const claimed = (await mcp('claim_mesh_tasks', { agent_id: agentId, max: 5 })).body.result as {
+      items: { task: { id: string }; lease_id: string }[];
+    };
+    expect(claimed.items.map((c) => c.task.id)).toEqual([created.id]);
+    const failed = await mcp('fail_mesh_task', {
+      task_id: created.id,
+      lease_id: claimed.items[0]?.lease_id,
+      reason,
+    });
+    expect(failed.status).toBe(200);
+    await waitFor('the failure event', () =>
+      live.events.some((e) => e.payload.id === created.id && e.payload.action === 'failed'),
+    );
+    const mine = live.events.filter((e) => e.payload.id === created.id);
+    expect(mine.map((e) => e.payload)).toEqual([
+      { entity: 'mesh_task', action: 'created', id: created.id, title, state: 'pending', attempt: 1 },
+      { entity: 'mesh_task', action: 'claimed', id: created.id, title, state: 'claimed', attempt: 1 },
+      { entity: 'mesh_task', action: 'failed', id: created.id, title, state: 'failed', attempt: 1, reason },
+    ]);
+    const rows = await t.tower.ctx.store.db
+      .selectFrom('events')
+      .select('n')
+      .where('payload', 'like', `%${created.id}%`)
+      .orderBy('id')
+      .execute();
+    // Creation: one event; the claim and the failure: a block each (the failure on its own).
+    expect(rows.map((r) => r.n)).toEqual([null, 1, 1]);
   });
 });

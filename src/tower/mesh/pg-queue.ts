@@ -24,18 +24,24 @@ import type { MeshTaskRow } from './migrations.js';
  * event log (feed/migrations.ts, version 12): `n` events with ids from the row's id on, each
  * `[domain_id, mission_id, agent_id, status, payload]` with the payload as feed/event-log.ts
  * writes it (null members left out), in task id order compared bytewise (ids are ASCII).
- * No row when nothing changed. `extra`: more `json_build_object` pairs, never null. A CASE
- * on the one nullable member rather than json_strip_nulls, which parses the JSON again.
+ * No row when nothing changed. `extra`: an SQL text expression adding payload members,
+ * starting with a comma.
+ *
+ * The JSON is put together as text: json_build_object and json_build_array look up the type
+ * of every argument on every call (11% of the PostgreSQL backends' CPU in a profile of the
+ * queue drain; 6.9 against 3.2 µs per event built alone). Ids and states go in as they are:
+ * ids are newId()'s (a lowercase prefix, `_`, Crockford base32) and states a fixed set,
+ * nothing in them needs escaping; the title, the one free text, goes through to_json.
  */
 function eventInsert(action: string, tsParam: string, extra = ''): string {
-  const members = `'entity', 'mesh_task', 'action', '${action}', 'id', id, 'title', title, 'state', state,
-        'attempt', attempt${extra}`;
+  const payload = `'{"entity":"mesh_task","action":"${action}","id":"' || id || '","title":'
+      || to_json(title)::text || ',"state":"' || state || '","attempt":' || attempt${extra ? ` || ${extra}` : ''}
+      || coalesce(',"parent_id":"' || parent_id || '"', '') || '}'`;
+  const member = `'["' || domain_id || '","' || mission_id || '",'
+      || coalesce('"' || coalesce(claimed_by, assigned_agent_id) || '"', 'null') || ',"' || state || '",'
+      || ${payload} || ']'`;
   return `insert into events (ts, type, n, payload)
-    select ${tsParam}, 'matrix', count(*), json_agg(json_build_array(domain_id, mission_id,
-        coalesce(claimed_by, assigned_agent_id), state,
-        case when parent_id is null then json_build_object(${members})
-          else json_build_object(${members}, 'parent_id', parent_id) end)
-      order by id collate "C")::text
+    select ${tsParam}, 'matrix', count(*), '[' || string_agg(${member}, ',' order by id collate "C") || ']'
     from changed having count(*) > 0`;
 }
 
@@ -112,7 +118,7 @@ export interface LeasedChange {
   set: string;
   /** States the change applies to. */
   from: string[];
-  /** Extra `json_build_object` pairs for the event payload, from the row (leading comma). */
+  /** SQL text expression: more members of the event payload, from the row (leading comma). */
   extraPayload?: string;
 }
 

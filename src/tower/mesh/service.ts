@@ -765,7 +765,7 @@ const FAIL: LeasedChange = {
   action: 'failed',
   from: ['claimed', 'running'],
   set: "state = 'failed', failure_reason = req.arg, lease_id = null, lease_expires_at = null",
-  extraPayload: ", 'reason', failure_reason",
+  extraPayload: `',"reason":' || coalesce(to_json(failure_reason)::text, 'null')`,
 };
 
 function hasCaps(agent: AgentRow, required: string[]): boolean {
