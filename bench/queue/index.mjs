@@ -183,9 +183,24 @@ async function drain(claim, complete) {
 }
 
 /** `batch`: tasks claimed per call and completed per call (0: one task per call). */
+/**
+ * A checkpoint just before a peer queues its tasks. The first change of a page after a
+ * checkpoint starts writes the whole page to the WAL, and with this bench's write volume a
+ * checkpoint is under way most of the time (timed every 5 min and by max_wal_size, spread
+ * over 90% of the interval): a peer whose drain met a fresh one paid for it (graphile-worker
+ * at 5 470, 8 153 and 15 338 tasks/s in the three rounds of one run, its CPU per task up to
+ * twice as high in the slow ones). An explicit checkpoint resets both triggers, so each
+ * peer's enqueue and drain run inside one checkpoint interval: the drain changes pages its
+ * enqueue already wrote.
+ */
+async function settle() {
+  await sql('checkpoint');
+}
+
 async function runSvc(http, batch) {
   const t = await svcTower();
   try {
+    await settle();
     await t.enqueue(N);
     if (!http && batch) {
       // The batch claimed in one call is completed in one call (completeMany).
@@ -269,6 +284,7 @@ async function runGraphile(batch) {
   try {
     const utils = await makeWorkerUtils({ connectionString: PG, schema: s.schema, logger: quiet });
     await utils.migrate();
+    await settle();
     for (let i = 0; i < N; i += 1000) {
       await utils.addJobs(
         Array.from({ length: Math.min(1000, N - i) }, () => ({ identifier: 'noop', payload: {} })),
@@ -318,6 +334,7 @@ async function runPgBoss() {
   await boss.start();
   try {
     await boss.createQueue('noop');
+    await settle();
     for (let i = 0; i < N; i += 1000) {
       await boss.insert(Array.from({ length: Math.min(1000, N - i) }, () => ({ name: 'noop', data: {} })));
     }
