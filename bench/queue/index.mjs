@@ -186,12 +186,11 @@ async function drain(claim, complete) {
 /**
  * A checkpoint just before a peer queues its tasks. The first change of a page after a
  * checkpoint starts writes the whole page to the WAL, and with this bench's write volume a
- * checkpoint is under way most of the time (timed every 5 min and by max_wal_size, spread
- * over 90% of the interval): a peer whose drain met a fresh one paid for it (graphile-worker
- * at 5 470, 8 153 and 15 338 tasks/s in the three rounds of one run, its CPU per task up to
- * twice as high in the slow ones). An explicit checkpoint resets both triggers, so each
- * peer's enqueue and drain run inside one checkpoint interval: the drain changes pages its
- * enqueue already wrote.
+ * checkpoint is under way most of the time (timed every 5 min and by max_wal_size): without
+ * this, whether a peer's drain met a fresh one was chance. An explicit checkpoint resets both
+ * triggers, so each peer's enqueue and drain run inside one interval and its drain changes
+ * pages its enqueue already wrote. (It did not explain graphile-worker's spread on the
+ * shared machine of 2026-11-24: 8 800 tasks/s in rounds with it, 5 470 to 15 338 without.)
  */
 async function settle() {
   await sql('checkpoint');
