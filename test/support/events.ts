@@ -1,19 +1,15 @@
 // The event log as clients see it: one row per event id, blocks expanded (a batch transition
 // on PostgreSQL stores its events as one row, feed/migrations.ts version 12), in id order.
-import { eventsFromRow } from '../../src/tower/feed/event-log.js';
-import type { Db } from '../../src/tower/store/types.js';
 
-export interface LoggedEvent {
-  id: string;
-  ts: string;
-  type: string;
-  domain_id: string | null;
-  mission_id: string | null;
-  agent_id: string | null;
-  status: string | null;
-  /** The payload's JSON text. */
-  payload: string;
-}
+import { silentLogger } from '../../src/lib/log.js';
+import type { FeedEvent } from '../../src/protocol/events.js';
+import { eventsFromRow } from '../../src/tower/feed/event-log.js';
+import { FeedHub } from '../../src/tower/feed/hub.js';
+import type { Db } from '../../src/tower/store/types.js';
+import type { Tower } from '../../src/tower/tower.js';
+
+/** A logged event with its payload as JSON text, as the row had it. */
+export type LoggedEvent = Omit<FeedEvent, 'payload'> & { payload: string };
 
 export async function loggedEvents(
   db: Db,
@@ -21,15 +17,19 @@ export async function loggedEvents(
 ): Promise<LoggedEvent[]> {
   const rows = await db.selectFrom(from).selectAll().orderBy('id').execute();
   return rows.flatMap((row) =>
-    eventsFromRow(row).map((ev) => ({
-      id: ev.id,
-      ts: ev.ts,
-      type: ev.type,
-      domain_id: ev.domain_id,
-      mission_id: ev.mission_id,
-      agent_id: ev.agent_id,
-      status: ev.status,
-      payload: JSON.stringify(ev.payload),
-    })),
+    eventsFromRow(row).map((ev) => ({ ...ev, payload: JSON.stringify(ev.payload) })),
   );
+}
+
+/** A feed hub of its own on a test tower's store, woken by the tower's commits; stop() it. */
+export async function startFeedHub(tower: Tower): Promise<FeedHub> {
+  const { ctx } = tower;
+  const hub = new FeedHub({
+    store: ctx.store,
+    clock: ctx.clock,
+    log: silentLogger(),
+    onLocalCommit: (listener) => ctx.eventsCommitted.on(listener),
+  });
+  await hub.start();
+  return hub;
 }

@@ -2,14 +2,13 @@
 // version 12). Readers see one event per id all the same: live, resumed from inside a block,
 // and at the edges (the newest id is a block's last; beyond it is unknown).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loggedEvents } from '../../../test/support/events.js';
+import { loggedEvents, startFeedHub } from '../../../test/support/events.js';
 import { waitFor } from '../../../test/support/poll.js';
 import { startTestTower, type TestTower } from '../../../test/support/tower.js';
-import { silentLogger } from '../../lib/log.js';
 import type { FeedEvent } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
 import { EVENT_BLOCK_MAX } from './event-log.js';
-import { FeedHub, type ResetInfo, type SubscriberSink } from './hub.js';
+import type { FeedHub, ResetInfo, SubscriberSink } from './hub.js';
 
 const admin: Principal = {
   kind: 'token',
@@ -49,14 +48,7 @@ describe('event blocks on postgres', () => {
 
   beforeAll(async () => {
     t = await startTestTower('postgres');
-    const { ctx } = t.tower;
-    hub = new FeedHub({
-      store: ctx.store,
-      clock: ctx.clock,
-      log: silentLogger(),
-      onLocalCommit: (listener) => ctx.eventsCommitted.on(listener),
-    });
-    await hub.start();
+    hub = await startFeedHub(t.tower);
     live = sink();
     await hub.subscribe(admin, { types: ['matrix'] }, null, live);
 

@@ -1,12 +1,12 @@
 // Live fan-out works out what each view (visible domains and filter) sees of a pass once:
 // subscribers of one view are handed the very same array, others their own selection.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFeedHub } from '../../../test/support/events.js';
 import { waitFor } from '../../../test/support/poll.js';
 import { startTestTower, type TestTower } from '../../../test/support/tower.js';
-import { silentLogger } from '../../lib/log.js';
 import type { FeedEvent } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
-import { type FeedFilter, FeedHub, type SubscriberSink, viewKey } from './hub.js';
+import { type FeedFilter, type FeedHub, type SubscriberSink, viewKey } from './hub.js';
 
 const principal = (id: string, domains: string[] | null): Principal => ({
   kind: 'token',
@@ -28,14 +28,7 @@ describe('feed hub fan-out by view', () => {
 
   beforeAll(async () => {
     t = await startTestTower('sqlite');
-    const { ctx } = t.tower;
-    hub = new FeedHub({
-      store: ctx.store,
-      clock: ctx.clock,
-      log: silentLogger(),
-      onLocalCommit: (listener) => ctx.eventsCommitted.on(listener),
-    });
-    await hub.start();
+    hub = await startFeedHub(t.tower);
   });
   afterAll(async () => {
     await hub?.stop();
