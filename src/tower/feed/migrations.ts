@@ -158,11 +158,12 @@ export const feedEventBlocksMigration: Migration = {
 };
 
 /**
- * PostgreSQL: a block's payload (about 200 bytes of JSON per event) is past the 2 KiB at
- * which PostgreSQL compresses a row and moves the value out of line (pglz, then chunks in
- * the TOAST table with an index entry each). lz4 compresses several times faster than pglz,
- * and rows are kept inline up to 8 KiB after compression: a block of 100 events is then one
- * heap tuple and nothing else. Rows written before keep their form (both read the same).
+ * PostgreSQL: a block's payload (about 250 bytes of JSON per event, 25 KB for 100) is past
+ * the 2 KiB at which PostgreSQL compresses a row's values: with pglz that was 2.3% of the
+ * backends' CPU in the queue drain, with lz4 0.2%. A block of 100 compresses to about 1 KB
+ * and stays in the row either way; a coalesced completion of up to 500 compresses to several
+ * KB, which past 2 KiB went to the TOAST table as chunks with an index entry each: rows are
+ * now kept inline up to 8 KiB. Rows written before keep their form (both read the same).
  * Where the server was built without lz4 the default compression stays.
  */
 export const feedEventCompressionMigration: Migration = {
