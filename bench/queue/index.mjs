@@ -16,7 +16,12 @@ import { machine, median, percentile, ROOT, today, writeSection } from '../lib/r
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const PG = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const N = Number(process.env.BENCH_QUEUE_TASKS ?? 10_000);
+const TASKS = Number(process.env.BENCH_QUEUE_TASKS ?? 10_000);
+// Tasks queued for the current rounds (the runners read it): TASKS, then DEEP.
+let N = TASKS;
+// How cost grows with the queue's depth (BENCHMARKING.md: each figure at two sizes): the
+// batched peers again with DEEP tasks queued. 0: skip.
+const DEEP = Number(process.env.BENCH_QUEUE_DEEP ?? 50_000);
 const C = Number(process.env.BENCH_QUEUE_CONCURRENCY ?? 16);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const HISTORY = Number(process.env.BENCH_QUEUE_HISTORY ?? 1_000_000);
@@ -444,17 +449,22 @@ const RUNNERS = {
   'pg-boss': runPgBoss,
 };
 const load = [loadavg()[0]];
-const results = Object.fromEntries(PEERS.map((p) => [p, []]));
-for (let r = 0; r < ROUNDS; r++) {
-  for (const p of PEERS) {
-    const res = await RUNNERS[p]();
-    if (res.done !== N) throw new Error(`${p}: completed ${res.done} of ${N}`);
-    results[p].push(res);
-    console.log(
-      `round ${r + 1} ${p}: ${res.perSec.toFixed(0)} tasks/s, claim p50 ${res.p50.toFixed(2)} ms p99 ${res.p99.toFixed(2)} ms, CPU per task: node ${(res.nodeMs / N).toFixed(3)} ms, PostgreSQL ${(res.pgMs / N).toFixed(3)} ms${res.clientMs === undefined ? '' : ` (of node: HTTP client ${(res.clientMs / N).toFixed(3)} ms)`} (load ${loadavg()[0].toFixed(1)})`,
-    );
+/** ROUNDS rounds of `peers`, alternating within each round, with N tasks queued. */
+async function rounds(peers) {
+  const out = Object.fromEntries(peers.map((p) => [p, []]));
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const p of peers) {
+      const res = await RUNNERS[p]();
+      if (res.done !== N) throw new Error(`${p}: completed ${res.done} of ${N}`);
+      out[p].push(res);
+      console.log(
+        `round ${r + 1} ${p} (${N} tasks): ${res.perSec.toFixed(0)} tasks/s, claim p50 ${res.p50.toFixed(2)} ms p99 ${res.p99.toFixed(2)} ms, CPU per task: node ${(res.nodeMs / N).toFixed(3)} ms, PostgreSQL ${(res.pgMs / N).toFixed(3)} ms${res.clientMs === undefined ? '' : ` (of node: HTTP client ${(res.clientMs / N).toFixed(3)} ms)`} (load ${loadavg()[0].toFixed(1)})`,
+      );
+    }
   }
+  return out;
 }
+const results = await rounds(PEERS);
 load.push(loadavg()[0]);
 const med = (p, k) => median(results[p].map((x) => x[k]));
 const ms = (v) => (Number.isNaN(v) ? '–' : v.toFixed(2));
@@ -463,6 +473,21 @@ const rows = PEERS.map(
   (p) =>
     `| ${p} | ${med(p, 'perSec').toFixed(0)} | ${ms(med(p, 'p50'))} | ${ms(med(p, 'p99'))} | ${us(med(p, 'nodeMs'))} | ${us(med(p, 'pgMs'))} | ${us(med(p, 'nodeMs') + med(p, 'pgMs'))} |`,
 );
+
+// The batched peers again with DEEP tasks queued (the one-per-call ones would take minutes).
+const DEEP_PEERS = PEERS.filter((p) => /batch-\d|^graphile-worker$|^pg-boss$/.test(p));
+let deepRows = [];
+if (DEEP > 0 && DEEP_PEERS.length > 0) {
+  N = DEEP;
+  const deep = await rounds(DEEP_PEERS);
+  N = TASKS;
+  const dmed = (p, k) => median(deep[p].map((x) => x[k]));
+  deepRows = DEEP_PEERS.map(
+    (p) =>
+      `| ${p} | ${med(p, 'perSec').toFixed(0)} | ${dmed(p, 'perSec').toFixed(0)} | ${us(med(p, 'nodeMs') + med(p, 'pgMs'))} | ${(((dmed(p, 'nodeMs') + dmed(p, 'pgMs')) / DEEP) * 1000).toFixed(0)} |`,
+  );
+  for (const p of DEEP_PEERS) results[`${p}@deep`] = deep[p];
+}
 
 const lat = [];
 const p99s = [];
@@ -490,13 +515,17 @@ const pairs = [
   ['svc-http', 'graphile-worker-unbatched', 'one task per call on both sides'],
 ].filter(([a, b]) => PEERS.includes(a) && PEERS.includes(b));
 const verdict = `Throughput ratios: ${pairs.map(([a, b, t]) => `${a} / ${b} = ${ratio(a, b)} (${t})`).join('; ')}.
-Claim p99 with history / empty = ${p99s.length === 2 ? (p99s[1] / p99s[0]).toFixed(2) : 'n/a'} (target <= 1.5).`;
+${
+  results['svc-batch-100@deep'] && results['graphile-worker@deep']
+    ? `With ${DEEP} tasks queued: svc-batch-100 / graphile-worker = ${(median(results['svc-batch-100@deep'].map((x) => x.perSec)) / median(results['graphile-worker@deep'].map((x) => x.perSec))).toFixed(3)}.\n`
+    : ''
+}Claim p99 with history / empty = ${p99s.length === 2 ? (p99s[1] / p99s[0]).toFixed(2) : 'n/a'} (target <= 1.5).`;
 writeSection(
   'queue',
   `## Queue (bench/queue)
 
 ${today()}, ${machine()}. Command: \`npm run build && npm run bench -- queue\`
-(BENCH_QUEUE_TASKS=${N}, BENCH_QUEUE_CONCURRENCY=${C}, BENCH_QUEUE_BATCH=${BATCH},
+(BENCH_QUEUE_TASKS=${N}, BENCH_QUEUE_DEEP=${DEEP}, BENCH_QUEUE_CONCURRENCY=${C}, BENCH_QUEUE_BATCH=${BATCH},
 BENCH_ROUNDS=${ROUNDS}). ${N} no-op tasks queued first, ${C} concurrent claimers, claim +
 complete each, counted from the first claim to the last completion; median of ${ROUNDS}
 rounds, peers alternating within each round; all on the same local PostgreSQL server, each
@@ -533,7 +562,18 @@ moves the throughput.
 |---|---|---|---|---|---|---|
 ${rows.join('\n')}
 
-Claim latency as history grows (one claimer per store, ${LATENCY_CLAIMS} claims + completes, in-process,
+${
+  deepRows.length > 0
+    ? `How throughput grows with the queue's depth: the batched peers again with ${DEEP} tasks queued
+(same concurrency, ${ROUNDS} rounds, medians; total CPU is node + PostgreSQL per task):
+
+| peer | tasks/s, ${TASKS} queued | tasks/s, ${DEEP} queued | total CPU µs/task, ${TASKS} | total CPU µs/task, ${DEEP} |
+|---|---|---|---|---|
+${deepRows.join('\n')}
+
+`
+    : ''
+}Claim latency as history grows (one claimer per store, ${LATENCY_CLAIMS} claims + completes, in-process,
 completed tasks bulk-inserted first and vacuumed; the stores take turns claim by claim):
 
 | completed tasks in store | claim p50 ms | claim p99 ms | pending-index entries read per claim |
@@ -544,16 +584,18 @@ ${verdict}
 
 ${loadNote}
 
-Where the time goes (from profiles, \`EXPLAIN (ANALYZE, BUFFERS, WAL)\` and per-backend CPU of the
-statements run alone, not this run's figures): per task svc updates the task row twice (a
-wide row with text keys: each update writes a new version, a row lock and three or two index
-entries) and inserts two \`matrix\` events, where graphile-worker updates one narrow row and
-deletes it. With 16 claimers and batches of 100, about 45–55 µs of PostgreSQL CPU per task is
-the claim, 30–35 µs the complete, of which the two event inserts are about 15 µs; the
-watermark passes a few µs. With one task per call the PostgreSQL side is per-statement
-overhead (plan, executor start of a five-CTE statement, commit); batched it is the rows. The
-HTTP path adds about 0.25–0.3 ms of tower CPU per request (routing, JWT, argument validation,
-JSON) on top of the queue layer.
+Where the time goes (per-backend CPU of the two statements run alone, one connection, 10 000
+tasks in batches of 100, and pg_stat_statements over a run; not this run's figures): per task
+svc updates the task row twice (each update a new row version, a row lock and one or two
+index entries) and writes its two \`matrix\` events as part of two event blocks, where
+graphile-worker updates one row and deletes it. Alone, the claim is about 23 µs of
+PostgreSQL CPU per task and the complete about 19 µs; the events are about 4 and 3 µs of
+those, returning the whole task row about 2. With one task per call the PostgreSQL side is
+per-statement overhead (executor start of a five-CTE statement, commit); batched it is the
+rows. On a fresh tower the first five executions of each statement on each pooled connection
+are planned afresh (PostgreSQL's custom plans; 0.3–0.7 ms each), about 7 µs per task over a
+10 000-task drain and little over a deeper one. The HTTP path adds about 0.25–0.3 ms of tower
+CPU per request (routing, JWT, argument validation, JSON) on top of the queue layer.
 `,
 );
 process.exit(0);
