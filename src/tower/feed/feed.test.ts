@@ -77,6 +77,35 @@ describe.each(STORES)('feed on %s', (store) => {
     expect(old.got[0]).toMatchObject({ event: 'reset', data: { reason: 'retention', last_event_id: '0' } });
     expect(old.got[1]?.data).toMatchObject({ payload: { entity: 'mission', name: 'new' } });
     await old.close();
+
+    // The tower records the highest id it pruned: a resume from it has missed nothing (no
+    // reset, however far the next id is); one from below it gets a reset that says where to
+    // resume.
+    const through = String(
+      (await t.tower.ctx.store.db.selectFrom('event_pruned').select('through').executeTakeFirstOrThrow())
+        .through,
+    );
+    const kept = BigInt(String(old.got[1]?.id));
+    expect(BigInt(through)).toBeLessThan(kept);
+    const exact = openStream(
+      `${base}/events/stream?last_event_id=${through}&domain_id=${d.id}`,
+      t.adminToken,
+    );
+    await waitFor('the kept event', () => exact.got.length >= 1);
+    expect(exact.got[0]?.event).not.toBe('reset');
+    expect(exact.got[0]?.data).toMatchObject({ payload: { entity: 'mission', name: 'new' } });
+    await exact.close();
+    const below = openStream(
+      `${base}/events/stream?last_event_id=${BigInt(through) - 1n}&domain_id=${d.id}`,
+      t.adminToken,
+    );
+    await waitFor('reset and the kept event', () => below.got.length >= 2);
+    expect(below.got[0]).toMatchObject({
+      event: 'reset',
+      data: { reason: 'retention', resume_after: through },
+    });
+    expect(below.got[1]?.data).toMatchObject({ payload: { entity: 'mission', name: 'new' } });
+    await below.close();
   });
 
   it('shows a domain token only its domains, and filters by type and mission', async () => {

@@ -227,15 +227,17 @@ export class FeedHub {
     if (afterId === null) return subscription;
     try {
       let cursor = afterId;
-      const { min, max } = await this.bounds();
+      const { min, max, pruned } = await this.bounds();
       // biome-ignore lint/complexity/useMathMinMax: bigint (Math.max takes numbers)
       const newest = max > this.head ? max : this.head;
       if (afterId > newest) {
         sink.reset({ reason: 'unknown', last_event_id: String(afterId), resume_after: String(newest) });
         cursor = newest;
-      } else if (min !== null && min > afterId + 1n) {
-        sink.reset({ reason: 'retention', last_event_id: String(afterId), resume_after: String(min - 1n) });
-        cursor = min - 1n;
+      } else if (afterId < pruned) {
+        // Events after afterId, up to `pruned`, may have been deleted (exact: ids are not
+        // dense, so the oldest id kept cannot tell).
+        sink.reset({ reason: 'retention', last_event_id: String(afterId), resume_after: String(pruned) });
+        cursor = pruned;
       } else if (min === null && afterId < newest) {
         // Everything up to the newest id is gone (only possible if the log was emptied by hand).
         sink.reset({ reason: 'retention', last_event_id: String(afterId), resume_after: String(newest) });
@@ -388,10 +390,14 @@ export class FeedHub {
     return events;
   }
 
-  /** The oldest and the newest event id kept (a block's last id is its newest). */
-  private async bounds(): Promise<{ min: bigint | null; max: bigint }> {
+  /**
+   * The oldest and the newest event id kept (a block's last id is its newest), and the
+   * highest id pruning deleted (feed/retention.ts).
+   */
+  private async bounds(): Promise<{ min: bigint | null; max: bigint; pruned: bigint }> {
     const r = await this.deps.store.reader
       .selectNoFrom((eb) => [
+        eb.selectFrom('event_pruned').select('through').limit(1).as('pruned'),
         eb.selectFrom('feed_events').select('id').orderBy('id').limit(1).as('min'),
         eb
           .selectFrom('feed_events')
@@ -404,6 +410,7 @@ export class FeedHub {
     return {
       min: r?.min === null || r?.min === undefined ? null : BigInt(r.min as string | number),
       max: r?.max === null || r?.max === undefined ? 0n : BigInt(r.max as string | number),
+      pruned: r?.pruned === null || r?.pruned === undefined ? 0n : BigInt(r.pruned as string | number),
     };
   }
 

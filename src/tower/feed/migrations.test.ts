@@ -115,3 +115,39 @@ describe('event payload compression on postgres', () => {
     }
   });
 });
+
+describe.each(['sqlite', 'postgres'] as const)('pruned-through migration on %s', (dialect) => {
+  it('starts an existing log at the id before its oldest event, an empty one at 0', async () => {
+    const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
+    for (const events of [3, 0]) {
+      const tmp = await openTempStore(dialect, 'svc-evpruned-');
+      try {
+        const { store } = tmp;
+        const db = store.db;
+        await migrate(
+          store,
+          clock,
+          MIGRATIONS.filter((m) => m.version !== 14),
+        );
+        for (let n = 1; n <= events; n++)
+          await sql`insert into events (ts, type, payload) values ('2026-11-23T10:00:00.000Z', 'matrix', '{}')`.execute(
+            db,
+          );
+        // As the pruner before this migration left a log: the oldest event gone.
+        const ids = (await db.selectFrom('events').select('id').orderBy('id').execute()).map((r) =>
+          Number(r.id),
+        );
+        if (events > 0)
+          await db
+            .deleteFrom('events')
+            .where('id', '=', ids[0] as number)
+            .execute();
+        expect(await migrate(store, clock)).toEqual([14]);
+        const row = await db.selectFrom('event_pruned').select('through').execute();
+        expect(row.map((r) => Number(r.through))).toEqual([events > 0 ? (ids[1] as number) - 1 : 0]);
+      } finally {
+        await tmp.close();
+      }
+    }
+  });
+});

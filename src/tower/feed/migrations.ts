@@ -179,3 +179,21 @@ export const feedEventCompressionMigration: Migration = {
       end $$`.execute(db);
   },
 };
+
+/**
+ * The highest event id pruning has deleted (`event_pruned.through`, one row), so the hub can
+ * tell exactly whether a resume lost events: only when it starts below that id. Before, the
+ * hub compared the resume point with the oldest id kept, which with ids that are not dense
+ * (PostgreSQL: blocks, aborted inserts) sent a `reset` to a client that had missed nothing.
+ * Existing logs start from what the old rule assumed: everything below the oldest kept id.
+ */
+export const feedEventPrunedMigration: Migration = {
+  version: 14,
+  name: 'feed: the highest pruned event id',
+  async up(db: Kysely<unknown>) {
+    await sql`create table event_pruned (through bigint not null)`.execute(db);
+    await sql`insert into event_pruned (through) select coalesce(min(id) - 1, 0) from events where id is not null`.execute(
+      db,
+    );
+  },
+};

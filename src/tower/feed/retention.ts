@@ -1,7 +1,9 @@
 // Background pruning of the event log (default retention 7 days) and of the idempotency keys
 // of node-published events. The newest event is never deleted, so ids never go backwards
-// (SQLite would otherwise reuse them) and a resume from before the oldest kept event is
-// recognised and answered with a `reset` (feed/hub.ts).
+// (SQLite would otherwise reuse them). The highest id deleted is recorded (event_pruned), so
+// a resume from below it is answered with a `reset` and any other resume is not (feed/hub.ts).
+
+import { sql } from 'kysely';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
@@ -22,18 +24,29 @@ export async function pruneEvents(store: Store, nowMs: number, retentionMs: numb
   const max = newest.max as string | number;
   let total = 0;
   for (;;) {
-    const ids = (
-      await db
-        .selectFrom('events')
-        .select('id')
-        .where('id', 'is not', null)
-        .where('id', '<', max)
-        .where('ts', '<', cutoff)
-        .orderBy('id')
-        .limit(BATCH)
-        .execute()
-    ).map((r) => r.id as string | number);
-    if (ids.length === 0) break;
+    const rows = await db
+      .selectFrom('events')
+      .select(['id', 'n'])
+      .where('id', 'is not', null)
+      .where('id', '<', max)
+      .where('ts', '<', cutoff)
+      .orderBy('id')
+      .limit(BATCH)
+      .execute();
+    if (rows.length === 0) break;
+    const ids = rows.map((r) => r.id as string | number);
+    // The watermark first, then the delete: a crash between them makes the hub send a
+    // reset for events still there, never skip deleted ones silently. A block row's last
+    // id is its id + n - 1.
+    const last = rows.reduce((m, r) => {
+      const end = BigInt(r.id as string | number) + BigInt(r.n ?? 1) - 1n;
+      return end > m ? end : m;
+    }, 0n);
+    const v = store.dialect === 'postgres' ? String(last) : Number(last);
+    await db
+      .updateTable('event_pruned')
+      .set({ through: sql<string>`case when through < ${v} then ${v} else through end` })
+      .execute();
     await db.deleteFrom('events').where('id', 'in', ids).execute();
     total += ids.length;
     if (ids.length < BATCH) break;

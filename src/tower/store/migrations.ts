@@ -6,6 +6,7 @@ import {
   feedEventBlocksMigration,
   feedEventCompressionMigration,
   feedEventIdsMigration,
+  feedEventPrunedMigration,
   feedMigration,
 } from '../feed/migrations.js';
 import {
@@ -149,4 +150,5 @@ export const MIGRATIONS: Migration[] = [
   secretsMigration,
   feedEventBlocksMigration,
   feedEventCompressionMigration,
+  feedEventPrunedMigration,
 ];

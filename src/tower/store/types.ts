@@ -131,6 +131,8 @@ export interface Tables extends FeedTables, MeshTables {
   feed_events: EventRow;
   /** PostgreSQL only: one row, the watermark of feed_events. */
   event_watermark: { w: string };
+  /** One row: the highest event id pruning deleted (feed/migrations.ts, version 14). */
+  event_pruned: { through: string | number };
   svc_migrations: MigrationRow;
 }
 
