@@ -10,7 +10,8 @@
 // and capabilities are read in the same statement; its domain and capabilities are scalar
 // subqueries so the scan of the pending index keeps its order and stops at LIMIT.
 //
-// Statements are named (prepared once per pooled connection). The SQLite store keeps the
+// Statements are named (prepared once per connection of the hot pool, which plans them
+// generically: store/open.ts HOT_POOL_MAX). The SQLite store keeps the
 // general transaction path in service.ts (one writer; its grouped commits are the fast path).
 import { randomBytes } from 'node:crypto';
 import { iso } from '../../lib/clock.js';
@@ -150,11 +151,11 @@ function leasedText(change: LeasedChange, single = false): string {
   // If another transaction changed a row after this statement's snapshot was taken, the
   // locked version is not visible to the UPDATE, which then matches nothing: the caller
   // sees its lease still current in `cur` and takes the general path (service.ts).
-  // `single`: the same for one request, with scalar parameters. PostgreSQL plans the array
-  // form afresh on every execution (its generic plan, costed for 100 array elements, never
-  // beats a custom plan for a few) and planning took longer than executing (0.5 ms against
-  // 0.3 ms); the scalar form keeps its generic plan (0.03 ms). Lone requests are the common
-  // case with one task per call.
+  // `single`: the same for one request, with scalar parameters (no unnest, sort or hash
+  // joins). Lone requests are the common case with one task per call. Both are planned generically
+  // (the hot pool, store/open.ts): left to choose, PostgreSQL planned the array form afresh
+  // on every execution (its generic plan is costed for 100 array elements), which took
+  // longer than executing it.
   const reqs = single
     ? 'select $1::text as id, $2::text as lease, $3::text as arg, $4::text as doms, 1::bigint as ord'
     : `select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])

@@ -1,6 +1,7 @@
 // openStore on PostgreSQL: every session the tower opens (its pool and the sequencer's and
 // listeners' own clients, built from pgConfig) selects the schema and has PostgreSQL end it if
-// left idle inside a transaction, which would otherwise hold the feed's watermark.
+// left idle inside a transaction, which would otherwise hold the feed's watermark. The hot
+// pool's sessions also plan prepared statements generically.
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,5 +47,15 @@ describe('openStore (postgres)', () => {
     } finally {
       await c.end();
     }
+  });
+
+  it('plans generically on the hot pool only, which has the same settings', async () => {
+    const q = `select current_setting('search_path') as path,
+      current_setting('idle_in_transaction_session_timeout') as timeout,
+      current_setting('plan_cache_mode') as plans`;
+    const hot = await store.pgHotPool?.query(q);
+    expect(hot?.rows[0]).toEqual({ path: ts.schema, timeout: expected, plans: 'force_generic_plan' });
+    const main = await store.pgPool?.query(q);
+    expect(main?.rows[0]).toEqual({ path: ts.schema, timeout: expected, plans: 'auto' });
   });
 });

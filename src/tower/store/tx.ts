@@ -113,7 +113,7 @@ export function createWrite(store: Store, clock: Clock, onEvents: () => void): W
       names.set(text, name);
     }
     try {
-      await (store.pgPool as pg.Pool).query({ name, text, values: params });
+      await (store.pgHotPool as pg.Pool).query({ name, text, values: params });
     } catch (err) {
       // The gate's subquery found nothing: its NOT NULL column refused the NULL.
       const pgErr = err as { code?: string; column?: string };
@@ -124,7 +124,7 @@ export function createWrite(store: Store, clock: Clock, onEvents: () => void): W
     return true;
   };
   const statement = async <R>(q: PgStatement, appended: (rows: R[]) => boolean): Promise<R[]> => {
-    const res = await (store.pgPool as pg.Pool).query(q);
+    const res = await (store.pgHotPool as pg.Pool).query(q);
     const rows = res.rows as R[];
     if (appended(rows)) onEvents();
     return rows;
