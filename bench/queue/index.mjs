@@ -582,18 +582,22 @@ ${verdict}
 
 ${loadNote}
 
-Where the time goes (per-backend CPU of the two statements run alone, one connection, 10 000
-tasks in batches of 100, and pg_stat_statements over a run; not this run's figures): per task
-svc updates the task row twice (each update a new row version, a row lock and one or two
-index entries) and writes its two \`matrix\` events as part of two event blocks, where
-graphile-worker updates one row and deletes it. Alone, the claim is about 23 µs of
-PostgreSQL CPU per task and the complete about 19 µs; the events are about 4 and 3 µs of
-those, returning the whole task row about 2. With one task per call the PostgreSQL side is
-per-statement overhead (executor start of a five-CTE statement, commit); batched it is the
-rows. On a fresh tower the first five executions of each statement on each pooled connection
-are planned afresh (PostgreSQL's custom plans; 0.3–0.7 ms each), about 7 µs per task over a
-10 000-task drain and little over a deeper one. The HTTP path adds about 0.25–0.3 ms of tower
-CPU per request (routing, JWT, argument validation, JSON) on top of the queue layer.
+Where the time goes (per-backend CPU of the two statements run alone, 10 000 tasks in
+batches of 100, and pg_stat_statements over a run; not this run's figures): per task svc
+updates the task row twice (each update a new row version, a row lock and one or two index
+entries) and writes its two \`matrix\` events as part of two event blocks, where
+graphile-worker updates one row and deletes it. On one connection the claim is about 14 µs
+of PostgreSQL CPU per task and the complete about 13.5 µs (priced in an earlier session:
+the events about 4 and 3 µs, returning the whole task row about 2); on 4 connections at once 16.5 and 15.5, on
+16 about 24 and 19 (claims step over the rows other claims hold, completions share heap
+pages): the tower runs them on a pool of 4 connections. With one task per call the
+PostgreSQL side is per-statement overhead (executor start of a five-CTE statement, commit);
+batched it is the rows. That pool plans its statements generically from the first
+execution (left to choose, PostgreSQL planned the first five on each connection for their
+values, 0.3 ms each, and the batched completion every time); a fresh connection still costs
+about 5.6 ms of PostgreSQL CPU before its first claim and completion run. The HTTP path
+adds about 0.25–0.3 ms of tower CPU per request (routing, JWT, argument validation, JSON)
+on top of the queue layer.
 `,
 );
 process.exit(0);
