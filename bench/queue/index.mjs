@@ -588,9 +588,9 @@ updates the task row twice (each update a new row version, a row lock and one or
 entries) and writes its two \`matrix\` events as part of two event blocks, where
 graphile-worker updates one row and deletes it. On one connection the claim is about 14 µs
 of PostgreSQL CPU per task and the complete about 13.5 µs (priced in an earlier session:
-the events about 4 and 3 µs, returning the whole task row about 2); on 4 connections at once 16.5 and 15.5, on
-16 about 24 and 19 (claims step over the rows other claims hold, completions share heap
-pages): the tower runs them on a pool of 4 connections. With one task per call the
+the events about 4 and 3 µs, returning the whole task row about 2); on 4 connections at
+once 16.5 and 15.5, on 16 about 24 and 19 (claims step over the rows other claims hold,
+completions share heap pages): the tower runs them on a pool of 4 connections. With one task per call the
 PostgreSQL side is per-statement overhead (executor start of a five-CTE statement, commit);
 batched it is the rows. That pool plans its statements generically from the first
 execution (left to choose, PostgreSQL planned the first five on each connection for their
