@@ -297,17 +297,19 @@ export class LeasedBatcher {
       while (this.queue.length > 0) {
         // One request per task in a statement: a second one for the same task waits for the
         // next, so it sees the first one's outcome (and gets stale_lease).
+        // One pass over the queue: a splice per taken request moved the rest of the queue
+        // each time (16 claimers' completions of 100 are 1 600 requests).
         const batch: Pending[] = [];
-        for (let i = 0; i < this.queue.length && batch.length < MAX_BATCH; ) {
-          const item = this.queue[i] as Pending;
-          if (this.busyIds.has(item.taskId)) {
-            i++;
-            continue;
+        let kept = 0;
+        for (const item of this.queue) {
+          if (batch.length < MAX_BATCH && !this.busyIds.has(item.taskId)) {
+            this.busyIds.add(item.taskId);
+            batch.push(item);
+          } else {
+            this.queue[kept++] = item;
           }
-          this.busyIds.add(item.taskId);
-          batch.push(item);
-          this.queue.splice(i, 1);
         }
+        this.queue.length = kept;
         if (batch.length === 0) break;
         try {
           await this.send(batch);
