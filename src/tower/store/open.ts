@@ -64,6 +64,8 @@ export interface OpenStoreOptions {
  * its first claim and completion are planned.
  */
 export const HOT_POOL_MAX = 4;
+/** How long a hot-pool connection may stay idle before it is closed. */
+const HOT_POOL_IDLE_MS = 5 * 60_000;
 
 // int8 (bigint) columns: event ids stay decimal strings; counts we cast explicitly.
 pg.types.setTypeParser(20, (v) => v);
@@ -107,6 +109,9 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
       ...config,
       options: `${config.options} -c plan_cache_mode=force_generic_plan`,
       max: HOT_POOL_MAX,
+      // Kept open through quiet spells (pg-pool closes idle connections after 10 s by
+      // default): a new one costs its first claim about 5.6 ms of PostgreSQL CPU.
+      idleTimeoutMillis: HOT_POOL_IDLE_MS,
     });
     hot.on('error', () => {
       // As the main pool's.
