@@ -152,10 +152,10 @@ function leasedText(change: LeasedChange, single = false): string {
   // locked version is not visible to the UPDATE, which then matches nothing: the caller
   // sees its lease still current in `cur` and takes the general path (service.ts).
   // `single`: the same for one request, with scalar parameters (no unnest, sort or hash
-  // joins). Lone requests are the common case with one task per call. Both are planned generically
-  // (the hot pool, store/open.ts): left to choose, PostgreSQL planned the array form afresh
-  // on every execution (its generic plan is costed for 100 array elements), which took
-  // longer than executing it.
+  // joins). Lone requests are the common case with one task per call. Both forms are
+  // planned generically (the hot pool, store/open.ts): left to choose, PostgreSQL planned
+  // the array form afresh on every execution (its generic plan is costed for 100 array
+  // elements), which took longer than executing it.
   const reqs = single
     ? 'select $1::text as id, $2::text as lease, $3::text as arg, $4::text as doms, 1::bigint as ord'
     : `select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])
