@@ -61,7 +61,7 @@ export const MCP_TOOLS: Record<McpToolName, McpToolInfo> = {
   complete_mesh_task: { description: 'Complete a mesh task with an optional result.', scope: 'work:write' },
   complete_mesh_tasks: {
     description:
-      'Complete several mesh tasks at once; returns {items: [{task_id, ok, task} or {task_id, ok: false, code, detail}]} in the order given.',
+      'Complete several mesh tasks at once; returns {items: [{task_id, ok: true, updated_at} or {task_id, ok: false, code, detail}]} in the order given.',
     scope: 'work:write',
   },
   fail_mesh_task: { description: 'Fail a mesh task with a reason.', scope: 'work:write' },

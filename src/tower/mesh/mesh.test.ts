@@ -500,7 +500,10 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
       [c.task.id, true, null],
       ['mt_nope', false, 'not_found'],
     ]);
-    expect(items[0]?.task).toMatchObject({ state: 'completed', result: { i: 0 } });
+    // A completed item is an acknowledgement: the completion time, not the task.
+    expect(Object.keys(items[0] ?? {}).sort()).toEqual(['ok', 'task_id', 'updated_at']);
+    const done = (await t.call('GET', `/work/tasks/${a.task.id}`)).body as unknown as Task;
+    expect(done).toMatchObject({ state: 'completed', result: { i: 0 }, updated_at: items[0]?.updated_at });
     expect(((await t.call('GET', `/work/tasks/${b.task.id}`)).body as unknown as Task).state).toBe('claimed');
     // The same task twice in one call: the first completes it, the second finds its lease gone.
     const twice = await mcp('complete_mesh_tasks', {

@@ -121,20 +121,39 @@ export interface LeasedChange {
   from: string[];
   /** SQL text expression: more members of the event payload, from the row (leading comma). */
   extraPayload?: string;
+  /**
+   * Only the changed task's id and updated_at come back (LeasedAck), not its row: for callers
+   * that answer with an acknowledgement (completeMany). Receiving and parsing a task's 26
+   * columns cost the tower ~8 of its ~30 µs of CPU per claimed and completed task
+   * (bench/queue, svc-batch-100: 30.5 -> 22.5 µs, medians of 6 alternating runs).
+   */
+  ack?: boolean;
 }
 
-export type LeasedRow = {
+/**
+ * A request's row: the changed task (`id` set), or, when the statement left it alone (`id`
+ * null), the task as it was (`cur_*`, null when there is no such task).
+ */
+interface LeasedOutcome {
   ord: string;
   cur_state: string | null;
   cur_domain: string | null;
   cur_parent: string | null;
   cur_lease: string | null;
-} & (MeshTaskRow | { [K in keyof MeshTaskRow]: null });
+}
+
+export type LeasedRow = LeasedOutcome & (MeshTaskRow | { [K in keyof MeshTaskRow]: null });
+
+/** A request's row from a change with `ack` set. */
+export type LeasedAck = LeasedOutcome & ({ id: string; updated_at: string } | { id: null; updated_at: null });
 
 /** Most requests one statement carries (its events are one block: at most EVENT_BLOCK_MAX). */
 export const MAX_BATCH = Math.min(500, EVENT_BLOCK_MAX);
 /** Statements of one kind under way at once (of the pool's connections). */
 export const MAX_IN_FLIGHT = Number(process.env.SVC_MESH_IN_FLIGHT ?? 4);
+
+/** The row before, sent only for the requests a statement left alone (the rest need none). */
+const CUR = ['cur_state', 'cur_domain', 'cur_parent', 'cur_lease'];
 
 function leasedText(change: LeasedChange, single = false): string {
   const from = change.from.map((st) => `'${st}'`).join(', ');
@@ -177,17 +196,18 @@ function leasedText(change: LeasedChange, single = false): string {
         and (req.doms is null or req.doms::jsonb ? cur.domain_id)
       returning t.*
     ), ev as (${eventInsert(change.action, '$5', change.extraPayload)})
-    select req.ord, cur.state as cur_state, cur.domain_id as cur_domain, cur.parent_id as cur_parent,
-      cur.lease_id as cur_lease, c.*
+    select req.ord, ${['state', 'domain_id', 'parent_id', 'lease_id']
+      .map((col, i) => `case when c.id is null then cur.${col} end as ${CUR[i]}`)
+      .join(', ')}, ${change.ack ? 'c.id, c.updated_at' : 'c.*'}
     from req left join cur on cur.id = req.id left join changed c on c.id = req.id`;
 }
 
-interface Pending {
+interface Pending<R> {
   taskId: string;
   leaseId: string;
   arg: string | null;
   domains: string | null;
-  resolve(row: LeasedRow | null): void;
+  resolve(row: R | null): void;
   reject(e: unknown): void;
 }
 
@@ -198,8 +218,8 @@ interface Pending {
  * change and event are in that statement's transaction; each gets its own outcome (stale
  * lease, not found) from its own row.
  */
-export class LeasedBatcher {
-  private readonly queue: Pending[] = [];
+export class LeasedBatcher<R extends LeasedOutcome & { id: string | null } = LeasedRow> {
+  private readonly queue: Pending<R>[] = [];
   private inFlight = 0;
   private readonly text: string;
   /** The statement for a lone request (scalar parameters, see leasedText). */
@@ -219,7 +239,7 @@ export class LeasedBatcher {
    * `change.from`, appending the event; broadcast runs (parent_id set) are left alone so the
    * caller can settle their parent in a transaction. Null: no such task.
    */
-  run(p: Principal, taskId: string, leaseId: string, arg: string | null): Promise<LeasedRow | null> {
+  run(p: Principal, taskId: string, leaseId: string, arg: string | null): Promise<R | null> {
     return new Promise((resolve, reject) => {
       this.queue.push({
         taskId,
@@ -240,9 +260,9 @@ export class LeasedBatcher {
   runMany(
     p: Principal,
     reqs: { taskId: string; leaseId: string; arg: string | null }[],
-  ): Promise<(LeasedRow | null)[]> {
+  ): Promise<(R | null)[]> {
     return new Promise((resolve, reject) => {
-      const rows: (LeasedRow | null)[] = new Array(reqs.length).fill(null);
+      const rows: (R | null)[] = new Array(reqs.length).fill(null);
       let left = reqs.length;
       if (left === 0) {
         resolve(rows);
@@ -299,7 +319,7 @@ export class LeasedBatcher {
         // next, so it sees the first one's outcome (and gets stale_lease).
         // One pass over the queue: a splice per taken request moved the rest of the queue
         // each time (16 claimers' completions of 100 are 1 600 requests).
-        const batch: Pending[] = [];
+        const batch: Pending<R>[] = [];
         let kept = 0;
         for (const item of this.queue) {
           if (batch.length < MAX_BATCH && !this.busyIds.has(item.taskId)) {
@@ -324,11 +344,11 @@ export class LeasedBatcher {
     }
   }
 
-  private async send(batch: Pending[]): Promise<void> {
+  private async send(batch: Pending<R>[]): Promise<void> {
     const nowMs = this.clock.now();
-    let rows: LeasedRow[];
+    let rows: R[];
     try {
-      rows = await this.write.statement<LeasedRow>(
+      rows = await this.write.statement<R>(
         batch.length === 1
           ? {
               name: `${this.change.name}_1`,
@@ -361,7 +381,7 @@ export class LeasedBatcher {
     const byOrd = new Map(rows.map((r) => [Number(r.ord), r]));
     batch.forEach((b, i) => {
       const r = byOrd.get(i + 1);
-      b.resolve(r && r.cur_state !== null ? r : null);
+      b.resolve(r && (r.id !== null || r.cur_state !== null) ? r : null);
     });
   }
 }

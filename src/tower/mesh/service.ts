@@ -12,7 +12,7 @@ import { canSeeDomain, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { Tx } from '../store/tx.js';
 import type { AgentRow, MeshTaskRow } from './migrations.js';
-import { LeasedBatcher, type LeasedChange, type LeasedRow, pgClaim } from './pg-queue.js';
+import { type LeasedAck, LeasedBatcher, type LeasedChange, type LeasedRow, pgClaim } from './pg-queue.js';
 
 const TERMINAL: string[] = ['completed', 'failed', 'cancelled'];
 const CLAIM_SCAN = 100;
@@ -61,8 +61,9 @@ function transitionEvent(tx: Tx, t: MeshTask, action: string, extra: Record<stri
   });
 }
 
+/** One item of completeMany: an acknowledgement (the caller holds the task already), or why not. */
 export type CompleteOutcome =
-  | { task_id: string; ok: true; task: MeshTask }
+  | { task_id: string; ok: true; updated_at: string }
   | { task_id: string; ok: false; code: string; detail: string };
 
 export interface MeshHooks {
@@ -75,6 +76,8 @@ export interface MeshHooks {
 export class MeshService {
   /** PostgreSQL: coalesced one-statement lease transitions (pg-queue.ts). */
   private readonly batchers: Map<string, LeasedBatcher> | null;
+  /** PostgreSQL: completeMany's completions, answered with an acknowledgement (COMPLETE_ACK). */
+  private readonly acks: LeasedBatcher<LeasedAck> | null;
 
   constructor(
     private readonly ctx: TowerContext,
@@ -83,6 +86,10 @@ export class MeshService {
     this.batchers =
       ctx.store.dialect === 'postgres'
         ? new Map([START, COMPLETE, FAIL].map((c) => [c.name, new LeasedBatcher(ctx.write, ctx.clock, c)]))
+        : null;
+    this.acks =
+      ctx.store.dialect === 'postgres'
+        ? new LeasedBatcher<LeasedAck>(ctx.write, ctx.clock, COMPLETE_ACK)
         : null;
   }
 
@@ -320,6 +327,20 @@ export class MeshService {
     slow: () => Promise<MeshTask>,
   ): Promise<MeshTask> {
     if (r && r.id !== null) return taskOf(r);
+    return this.leftAlone(p, taskId, leaseId, r, slow);
+  }
+
+  /**
+   * A request a fast statement left alone (`r.id` null; `r` null: no such task): not found,
+   * a stale lease, or a case for the general path (`slow`).
+   */
+  private async leftAlone<T>(
+    p: Principal,
+    taskId: string,
+    leaseId: string,
+    r: { cur_state: string | null; cur_domain: string | null; cur_lease: string | null } | null,
+    slow: () => Promise<T>,
+  ): Promise<T> {
     if (!r || r.cur_domain === null || !canSeeDomain(p, r.cur_domain)) {
       throw new SvcError('not_found', `mesh task ${taskId} not found`);
     }
@@ -459,13 +480,13 @@ export class MeshService {
   ): Promise<CompleteOutcome[]> {
     const outcome = (i: (typeof items)[number], task: Promise<MeshTask>) =>
       task.then(
-        (t): CompleteOutcome => ({ task_id: i.task_id, ok: true, task: t }),
+        (t): CompleteOutcome => ({ task_id: i.task_id, ok: true, updated_at: t.updated_at }),
         (e: unknown): CompleteOutcome => {
           if (!(e instanceof SvcError)) throw e;
           return { task_id: i.task_id, ok: false, code: e.code, detail: e.message };
         },
       );
-    const batcher = this.batchers?.get(COMPLETE.name);
+    const batcher = this.acks;
     if (!batcher)
       return Promise.all(items.map((i) => outcome(i, this.complete(p, i.task_id, i.lease_id, i.result))));
     // PostgreSQL: the whole batch handed to the coalescer at once; only the requests its
@@ -477,11 +498,11 @@ export class MeshService {
     );
     const out: (CompleteOutcome | Promise<CompleteOutcome>)[] = rows.map((r, k) => {
       const i = items[k] as (typeof items)[number];
-      if (r && r.id !== null) return { task_id: i.task_id, ok: true, task: taskOf(r) };
+      if (r && r.id !== null) return { task_id: i.task_id, ok: true, updated_at: r.updated_at };
       const json = args[k] ?? null;
       return outcome(
         i,
-        this.afterFast(p, i.task_id, i.lease_id, r, () => this.completeSlow(p, i.task_id, i.lease_id, json)),
+        this.leftAlone(p, i.task_id, i.lease_id, r, () => this.completeSlow(p, i.task_id, i.lease_id, json)),
       );
     });
     return out.some((o) => o instanceof Promise) ? Promise.all(out) : (out as CompleteOutcome[]);
@@ -760,6 +781,8 @@ const COMPLETE: LeasedChange = {
   from: ['claimed', 'running'],
   set: "state = 'completed', result = req.arg, lease_id = null, lease_expires_at = null",
 };
+/** COMPLETE answered with an acknowledgement: completeMany (its caller holds the tasks). */
+const COMPLETE_ACK: LeasedChange = { ...COMPLETE, name: 'mesh_complete_ack', ack: true };
 const FAIL: LeasedChange = {
   name: 'mesh_fail',
   action: 'failed',
