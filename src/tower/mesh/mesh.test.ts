@@ -86,6 +86,8 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
     const c1 = await claim(agent.id);
     expect(c1?.task.id).toBe(high.id);
     expect(c1?.lease_seconds).toBe(60);
+    // The task a claim hands out is the task as stored (PostgreSQL builds it from fewer columns).
+    expect(c1?.task).toEqual((await t.call('GET', `/work/tasks/${high.id}`)).body);
     expect((await claim(agent.id))?.task.id).toBe(low.id);
     const c3 = await claim(agent.id);
     expect(c3?.task.id).toBe(low2.id);
@@ -113,7 +115,9 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
     expect(failed.body.result).toMatchObject({ state: 'failed', failure_reason: 'exit 2' });
     const retried = await t.call('POST', `/work/tasks/${low2.id}/retry`);
     expect(retried.body).toMatchObject({ state: 'pending', attempt: 2, failure_reason: null });
-    expect((await claim(agent.id))?.task.id).toBe(low2.id);
+    const again = await claim(agent.id);
+    expect(again?.task).toMatchObject({ id: low2.id, attempt: 2, state: 'claimed' });
+    expect(again?.task).toEqual((await t.call('GET', `/work/tasks/${low2.id}`)).body);
 
     const events = (await loggedEvents(t.tower.ctx.store.db)).filter((e) => e.mission_id === missionId);
     const forHigh = events.filter((e) => (JSON.parse(e.payload) as { id?: string }).id === high.id);
@@ -131,8 +135,11 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
       .body as unknown as Task;
     const needsGpu = (await submit({ required_capabilities: ['gpu'] })).body as unknown as Task;
     expect(await claim(plain.id)).toBeNull();
-    const got = [(await claim(gpu.id))?.task.id, (await claim(gpu.id))?.task.id].sort();
-    expect(got).toEqual([assigned.id, needsGpu.id].sort());
+    const claimed = [await claim(gpu.id), await claim(gpu.id)];
+    expect(claimed.map((c) => c?.task.id).sort()).toEqual([assigned.id, needsGpu.id].sort());
+    for (const c of claimed) {
+      expect(c?.task).toEqual((await t.call('GET', `/work/tasks/${c?.task.id}`)).body);
+    }
   });
 
   it('returns expired leases to pending and fails a task past max_attempts', async () => {

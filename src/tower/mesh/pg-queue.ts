@@ -15,6 +15,7 @@
 // general transaction path in service.ts (one writer; its grouped commits are the fast path).
 import { randomBytes } from 'node:crypto';
 import { iso } from '../../lib/clock.js';
+import type { Claimed, MeshTask } from '../../protocol/mesh.js';
 import type { Principal } from '../auth/principal.js';
 import { EVENT_BLOCK_MAX } from '../feed/event-log.js';
 import type { Write } from '../store/tx.js';
@@ -75,15 +76,44 @@ function claimText(withMission: boolean): string {
       from numbered where t.id = numbered.id
       returning t.*
     ), ev as (${eventInsert('claimed', '$7')})
-    select (select count(*) from agent)::int as agent_ok, c.*
+    select (select count(*) from agent)::int as agent_ok, ${CLAIM_COLS.map((col) => `c.${col}`).join(', ')}
     from (select 1) one left join changed c on true`;
 }
+
+/**
+ * What a claim sends back of each task, in this order after `agent_ok`: its own data and its
+ * lease. The rest of a claimed task the caller knows (state, claimed_by, updated_at) or does
+ * not send (lease_expires_at); each column a row carries costs the tower ~0.25 µs to receive
+ * and parse.
+ */
+const CLAIM_COLS = [
+  'id',
+  'mission_id',
+  'domain_id',
+  'parent_id',
+  'title',
+  'description',
+  'claim_policy',
+  'priority',
+  'assigned_agent_id',
+  'required_capabilities',
+  'attempt',
+  'max_attempts',
+  'lease_seconds',
+  'lease_id',
+  'result',
+  'failure_reason',
+  'created_at',
+] as const;
 
 /** The claim statements (exported for EXPLAIN in benchmarks). */
 export const CLAIM = { any: claimText(false), mission: claimText(true) };
 
-export type ClaimRow = { agent_ok: number } & (MeshTaskRow | { [K in keyof MeshTaskRow]: null });
-
+/**
+ * Claims up to `limit` tasks for `agentId` in one statement; null when the agent is not one
+ * `p` may claim for (unknown, another domain, another node's). Each claim's task is built
+ * from the row's values in CLAIM_COLS order (rows as arrays: no object per row).
+ */
 export async function pgClaim(
   write: Write,
   p: Principal,
@@ -91,23 +121,57 @@ export async function pgClaim(
   missionId: string | undefined,
   limit: number,
   nowMs: number,
-): Promise<ClaimRow[]> {
+): Promise<Claimed[] | null> {
   // A claim's events are one block (eventInsert).
   if (limit > EVENT_BLOCK_MAX) throw new RangeError(`a claim takes at most ${EVENT_BLOCK_MAX} tasks`);
   // One draw for the batch: 12 random bytes per lease.
   const hex = randomBytes(12 * limit).toString('hex');
   const leases = Array.from({ length: limit }, (_, i) => `lease_${hex.slice(i * 24, i * 24 + 24)}`);
-  const values: unknown[] = [agentId, p.domains, p.nodeId ?? null, limit, leases, nowMs, iso(nowMs)];
+  const now = iso(nowMs);
+  const values: unknown[] = [agentId, p.domains, p.nodeId ?? null, limit, leases, nowMs, now];
   if (missionId !== undefined) values.push(missionId);
-  const rows = await write.statement<ClaimRow>(
+  const rows = await write.statement<unknown[]>(
     {
       name: missionId !== undefined ? 'mesh_claim_m' : 'mesh_claim',
       text: missionId !== undefined ? CLAIM.mission : CLAIM.any,
       values,
+      rowMode: 'array',
     },
-    (rows) => rows.some((r) => r.id !== null),
+    (rows) => rows.some((r) => r[1] !== null),
   );
-  return rows;
+  if (!rows[0] || rows[0][0] === 0) return null;
+  const claims: Claimed[] = [];
+  for (const r of rows) {
+    if (r[1] === null) continue;
+    const caps = r[10] as string;
+    const result = r[15] as string | null;
+    claims.push({
+      task: {
+        id: r[1] as string,
+        mission_id: r[2] as string,
+        domain_id: r[3] as string,
+        title: r[5] as string,
+        description: r[6] as string,
+        claim_policy: r[7] as MeshTask['claim_policy'],
+        priority: r[8] as number,
+        assigned_agent_id: r[9] as string | null,
+        required_capabilities: caps === '[]' ? [] : (JSON.parse(caps) as string[]),
+        state: 'claimed',
+        attempt: r[11] as number,
+        max_attempts: r[12] as number,
+        lease_seconds: r[13] as number,
+        claimed_by: agentId,
+        result: result === null ? null : (JSON.parse(result) as unknown),
+        failure_reason: r[16] as string | null,
+        parent_id: r[4] as string | null,
+        created_at: r[17] as string,
+        updated_at: now,
+      },
+      lease_id: r[14] as string,
+      lease_seconds: r[13] as number,
+    });
+  }
+  return claims;
 }
 
 /** A lease-holding transition done in one statement. */

@@ -239,17 +239,8 @@ export class MeshService {
     max: number,
   ): Promise<Claimed[]> {
     if (this.ctx.store.dialect === 'postgres') {
-      const rows = await pgClaim(this.ctx.write, p, agentId, missionId, max, this.ctx.clock.now());
-      if (!rows[0] || rows[0].agent_ok === 0) throw agentNotFound(agentId);
-      const claims: Claimed[] = [];
-      for (const r of rows) {
-        if (r.id === null) continue;
-        claims.push({
-          task: taskOf(r),
-          lease_id: r.lease_id as string,
-          lease_seconds: Number(r.lease_seconds),
-        });
-      }
+      const claims = await pgClaim(this.ctx.write, p, agentId, missionId, max, this.ctx.clock.now());
+      if (claims === null) throw agentNotFound(agentId);
       return claims.sort((a, b) => b.task.priority - a.task.priority || (a.task.id < b.task.id ? -1 : 1));
     }
     return this.ctx.write(async (tx) => {

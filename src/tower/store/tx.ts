@@ -48,6 +48,8 @@ export interface PgStatement {
   name: string;
   text: string;
   values: unknown[];
+  /** Rows as arrays of column values in the statement's order (no object per row). */
+  rowMode?: 'array';
 }
 
 export interface InsertOne {
