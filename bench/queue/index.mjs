@@ -597,7 +597,10 @@ execution (left to choose, PostgreSQL planned the first five on each connection 
 values, 0.3 ms each, and the batched completion every time); a fresh connection still costs
 about 5.6 ms of PostgreSQL CPU before its first claim and completion run. The HTTP path
 adds about 0.25–0.3 ms of tower CPU per request (routing, JWT, argument validation, JSON)
-on top of the queue layer.
+on top of the queue layer. Of a batched claim's rows the tower gets back 17 columns per
+task as arrays, and a batched completion answers each task with an acknowledgement (its id
+and completion time), not the task: receiving and parsing a task's 26 columns cost the tower
+about 8 µs, the drain's tower CPU fell from about 30 to 14–20 µs per task.
 `,
 );
 process.exit(0);

@@ -186,10 +186,12 @@ export interface LeasedChange {
   /** SQL text expression: more members of the event payload, from the row (leading comma). */
   extraPayload?: string;
   /**
-   * Only the changed task's id and updated_at come back (LeasedAck), not its row: for callers
-   * that answer with an acknowledgement (completeMany). Receiving and parsing a task's 26
-   * columns cost the tower ~8 of its ~30 µs of CPU per claimed and completed task
-   * (bench/queue, svc-batch-100: 30.5 -> 22.5 µs, medians of 6 alternating runs).
+   * The changed task's row does not come back, only the rows of the requests the statement
+   * left alone: for callers that answer with an acknowledgement (completeMany), each changed
+   * request gets a LeasedAck (its id, and updated_at: the statement's time). Receiving and
+   * parsing a task's 26 columns cost the tower ~8 of its ~30 µs of CPU per claimed and
+   * completed task (bench/queue, svc-batch-100: 30.5 -> 22.5 µs, medians of 6 alternating
+   * runs).
    */
   ack?: boolean;
 }
@@ -208,8 +210,9 @@ interface LeasedOutcome {
 
 export type LeasedRow = LeasedOutcome & (MeshTaskRow | { [K in keyof MeshTaskRow]: null });
 
-/** A request's row from a change with `ack` set. */
-export type LeasedAck = LeasedOutcome & ({ id: string; updated_at: string } | { id: null; updated_at: null });
+/** A request's outcome from a change with `ack` set: changed (`id` set) or left alone. */
+export type LeasedAck = LeasedOutcome &
+  ({ id: string; updated_at: string } | { id: null; updated_at?: undefined });
 
 /** Most requests one statement carries (its events are one block: at most EVENT_BLOCK_MAX). */
 export const MAX_BATCH = Math.min(500, EVENT_BLOCK_MAX);
@@ -218,6 +221,7 @@ export const MAX_IN_FLIGHT = Number(process.env.SVC_MESH_IN_FLIGHT ?? 4);
 
 /** The row before, sent only for the requests a statement left alone (the rest need none). */
 const CUR = ['cur_state', 'cur_domain', 'cur_parent', 'cur_lease'];
+const NO_CUR = { cur_state: null, cur_domain: null, cur_parent: null, cur_lease: null };
 
 function leasedText(change: LeasedChange, single = false): string {
   const from = change.from.map((st) => `'${st}'`).join(', ');
@@ -261,9 +265,12 @@ function leasedText(change: LeasedChange, single = false): string {
       returning t.*
     ), ev as (${eventInsert(change.action, '$5', change.extraPayload)})
     select req.ord, ${['state', 'domain_id', 'parent_id', 'lease_id']
-      .map((col, i) => `case when c.id is null then cur.${col} end as ${CUR[i]}`)
-      .join(', ')}, ${change.ack ? 'c.id, c.updated_at' : 'c.*'}
-    from req left join cur on cur.id = req.id left join changed c on c.id = req.id`;
+      .map((col, i) =>
+        change.ack ? `cur.${col} as ${CUR[i]}` : `case when c.id is null then cur.${col} end as ${CUR[i]}`,
+      )
+      .join(', ')}${change.ack ? ', null as id' : ', c.*'}
+    from req left join cur on cur.id = req.id left join changed c on c.id = req.id
+    ${change.ack ? 'where c.id is null' : ''}`;
 }
 
 interface Pending<R> {
@@ -430,7 +437,8 @@ export class LeasedBatcher<R extends LeasedOutcome & { id: string | null } = Lea
                 iso(nowMs),
               ],
             },
-        (rows) => rows.some((r) => r.id !== null),
+        // With `ack`, only the requests left alone come back: the rest changed.
+        (rows) => (this.change.ack ? rows.length < batch.length : rows.some((r) => r.id !== null)),
       );
     } catch (e) {
       // A deadlock with another replica's batch (or any error) of a batch: each request alone,
@@ -443,8 +451,14 @@ export class LeasedBatcher<R extends LeasedOutcome & { id: string | null } = Lea
       return;
     }
     const byOrd = new Map(rows.map((r) => [Number(r.ord), r]));
+    const now = iso(nowMs);
     batch.forEach((b, i) => {
       const r = byOrd.get(i + 1);
+      if (r === undefined && this.change.ack) {
+        const ack: LeasedAck = { ord: String(i + 1), ...NO_CUR, id: b.taskId, updated_at: now };
+        b.resolve(ack as unknown as R);
+        return;
+      }
       b.resolve(r && (r.id !== null || r.cur_state !== null) ? r : null);
     });
   }
