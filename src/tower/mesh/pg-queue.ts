@@ -105,6 +105,11 @@ const CLAIM_COLS = [
   'failure_reason',
   'created_at',
 ] as const;
+/** Where each CLAIM_COLS column is in a claim's row (agent_ok is at 0). */
+const AT = Object.fromEntries(CLAIM_COLS.map((col, i) => [col, i + 1])) as Record<
+  (typeof CLAIM_COLS)[number],
+  number
+>;
 
 /** The claim statements (exported for EXPLAIN in benchmarks). */
 export const CLAIM = { any: claimText(false), mission: claimText(true) };
@@ -137,38 +142,38 @@ export async function pgClaim(
       values,
       rowMode: 'array',
     },
-    (rows) => rows.some((r) => r[1] !== null),
+    (rows) => rows.some((r) => r[AT.id] !== null),
   );
   if (!rows[0] || rows[0][0] === 0) return null;
   const claims: Claimed[] = [];
   for (const r of rows) {
-    if (r[1] === null) continue;
-    const caps = r[10] as string;
-    const result = r[15] as string | null;
+    if (r[AT.id] === null) continue;
+    const caps = r[AT.required_capabilities] as string;
+    const result = r[AT.result] as string | null;
     claims.push({
       task: {
-        id: r[1] as string,
-        mission_id: r[2] as string,
-        domain_id: r[3] as string,
-        title: r[5] as string,
-        description: r[6] as string,
-        claim_policy: r[7] as MeshTask['claim_policy'],
-        priority: r[8] as number,
-        assigned_agent_id: r[9] as string | null,
+        id: r[AT.id] as string,
+        mission_id: r[AT.mission_id] as string,
+        domain_id: r[AT.domain_id] as string,
+        title: r[AT.title] as string,
+        description: r[AT.description] as string,
+        claim_policy: r[AT.claim_policy] as MeshTask['claim_policy'],
+        priority: r[AT.priority] as number,
+        assigned_agent_id: r[AT.assigned_agent_id] as string | null,
         required_capabilities: caps === '[]' ? [] : (JSON.parse(caps) as string[]),
         state: 'claimed',
-        attempt: r[11] as number,
-        max_attempts: r[12] as number,
-        lease_seconds: r[13] as number,
+        attempt: r[AT.attempt] as number,
+        max_attempts: r[AT.max_attempts] as number,
+        lease_seconds: r[AT.lease_seconds] as number,
         claimed_by: agentId,
         result: result === null ? null : (JSON.parse(result) as unknown),
-        failure_reason: r[16] as string | null,
-        parent_id: r[4] as string | null,
-        created_at: r[17] as string,
+        failure_reason: r[AT.failure_reason] as string | null,
+        parent_id: r[AT.parent_id] as string | null,
+        created_at: r[AT.created_at] as string,
         updated_at: now,
       },
-      lease_id: r[14] as string,
-      lease_seconds: r[13] as number,
+      lease_id: r[AT.lease_id] as string,
+      lease_seconds: r[AT.lease_seconds] as number,
     });
   }
   return claims;
