@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loggedEvents, startFeedHub } from '../../../test/support/events.js';
 import { waitFor } from '../../../test/support/poll.js';
 import { startTestTower, type TestTower } from '../../../test/support/tower.js';
+import { FakeClock } from '../../lib/clock.js';
 import type { FeedEvent } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
 import { EVENT_BLOCK_MAX } from './event-log.js';
@@ -193,5 +194,47 @@ describe('event blocks on postgres', () => {
       .execute();
     // Creation: one event; the claim and the failure: a block each (the failure on its own).
     expect(rows.map((r) => r.n)).toEqual([null, 1, 1]);
+  });
+});
+
+// The sequencer publishes a fast statement's events when that statement says it appended
+// some (Write.statement's `appended`); its poll is only a backstop. With a clock that never
+// moves the poll never fires, so each transition below is readable only through its own kick:
+// a claim, a batched completion whose statement returns no rows (every request completed),
+// and a lone completion (the single-request statement).
+describe('fast mesh statements publish their own events on postgres', () => {
+  let t: TestTower;
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('makes claims and acknowledged completions readable without the poll', async () => {
+    t = await startTestTower('postgres', { clock: new FakeClock(Date.now()) });
+    const node = (await t.call('POST', '/nodes', { hostname: 'kick' })).body as { jwt: string };
+    const domainId = ((await t.call('POST', '/domains', { name: 'kick' })).body as { id: string }).id;
+    const missionId = ((await t.call('POST', `/domains/${domainId}/m`, { name: 'k' })).body as { id: string })
+      .id;
+    const agent = (await t.call('POST', '/agents', { domain_id: domainId, runtime: 'beta_cli' }, node.jwt))
+      .body as { id: string };
+    for (let i = 0; i < 3; i++) await t.call('POST', `/work/missions/${missionId}/tasks`, { title: `k${i}` });
+    const mcp = (tool: string, args: Record<string, unknown>) =>
+      t.call('POST', '/mcp/call', { tool, args }, node.jwt);
+    const readable = async (act: string) =>
+      (await loggedEvents(t.tower.ctx.store.db, 'feed_events')).filter((e) =>
+        e.payload.includes(`"action":"${act}"`),
+      ).length;
+
+    const claimed = (await mcp('claim_mesh_tasks', { agent_id: agent.id, max: 3 })).body.result as {
+      items: { task: { id: string }; lease_id: string }[];
+    };
+    expect(claimed.items).toHaveLength(3);
+    await waitFor('the claims to be readable', async () => (await readable('claimed')) === 3);
+    const [a, b, c] = claimed.items.map((x) => ({ task_id: x.task.id, lease_id: x.lease_id }));
+    const two = await mcp('complete_mesh_tasks', { items: [a, b] });
+    expect((two.body.result as { items: { ok: boolean }[] }).items.map((x) => x.ok)).toEqual([true, true]);
+    await waitFor('the batched completions to be readable', async () => (await readable('completed')) === 2);
+    const one = await mcp('complete_mesh_tasks', { items: [c] });
+    expect((one.body.result as { items: { ok: boolean }[] }).items.map((x) => x.ok)).toEqual([true]);
+    await waitFor('the lone completion to be readable', async () => (await readable('completed')) === 3);
   });
 });
