@@ -79,13 +79,24 @@ async function backends() {
 /** Starts counting CPU; the returned function gives ms of CPU (node, PostgreSQL) since. */
 async function cpuPhase() {
   const pg0 = new Map((await backends()).map((p) => [p, procCpuMs(p)]));
+  const wal0 = await walLsn();
   const self0 = process.cpuUsage();
   return async (otherProcessMs = 0) => {
     const self = process.cpuUsage(self0);
     let pgMs = 0;
     for (const p of await backends()) pgMs += procCpuMs(p) - (pg0.get(p) ?? 0);
-    return { nodeMs: (self.user + self.system) / 1000 + otherProcessMs, pgMs };
+    return {
+      nodeMs: (self.user + self.system) / 1000 + otherProcessMs,
+      pgMs,
+      walBytes: (await walLsn()) - wal0,
+    };
   };
+}
+
+/** The server's WAL position in bytes (the server is this run's alone: its WAL is the run's). */
+async function walLsn() {
+  const r = await sql("select (pg_current_wal_lsn() - '0/0')::float8 as b");
+  return r.rows[0].b;
 }
 
 async function sql(text, url = PG) {
@@ -458,7 +469,7 @@ async function rounds(peers) {
       if (res.done !== N) throw new Error(`${p}: completed ${res.done} of ${N}`);
       out[p].push(res);
       console.log(
-        `round ${r + 1} ${p} (${N} tasks): ${res.perSec.toFixed(0)} tasks/s, claim p50 ${res.p50.toFixed(2)} ms p99 ${res.p99.toFixed(2)} ms, CPU per task: node ${(res.nodeMs / N).toFixed(3)} ms, PostgreSQL ${(res.pgMs / N).toFixed(3)} ms${res.clientMs === undefined ? '' : ` (of node: HTTP client ${(res.clientMs / N).toFixed(3)} ms)`} (load ${loadavg()[0].toFixed(1)})`,
+        `round ${r + 1} ${p} (${N} tasks): ${res.perSec.toFixed(0)} tasks/s, claim p50 ${res.p50.toFixed(2)} ms p99 ${res.p99.toFixed(2)} ms, CPU per task: node ${(res.nodeMs / N).toFixed(3)} ms, PostgreSQL ${(res.pgMs / N).toFixed(3)} ms, WAL ${(res.walBytes / N).toFixed(0)} B/task${res.clientMs === undefined ? '' : ` (of node: HTTP client ${(res.clientMs / N).toFixed(3)} ms)`} (load ${loadavg()[0].toFixed(1)})`,
       );
     }
   }
@@ -471,7 +482,7 @@ const ms = (v) => (Number.isNaN(v) ? '–' : v.toFixed(2));
 const us = (v, n = N) => (Number.isNaN(v) ? '–' : ((v / n) * 1000).toFixed(0));
 const rows = PEERS.map(
   (p) =>
-    `| ${p} | ${med(p, 'perSec').toFixed(0)} | ${ms(med(p, 'p50'))} | ${ms(med(p, 'p99'))} | ${us(med(p, 'nodeMs'))} | ${us(med(p, 'pgMs'))} | ${us(med(p, 'nodeMs') + med(p, 'pgMs'))} |`,
+    `| ${p} | ${med(p, 'perSec').toFixed(0)} | ${ms(med(p, 'p50'))} | ${ms(med(p, 'p99'))} | ${us(med(p, 'nodeMs'))} | ${us(med(p, 'pgMs'))} | ${us(med(p, 'nodeMs') + med(p, 'pgMs'))} | ${(med(p, 'walBytes') / N).toFixed(0)} |`,
 );
 
 // The batched peers again with DEEP tasks queued (the one-per-call ones would take minutes).
@@ -530,7 +541,9 @@ rounds, peers alternating within each round; all on the same local PostgreSQL se
 in a fresh schema. CPU per task: the bench process (with the tower in it) plus, for HTTP, the
 client process, and the PostgreSQL backends serving the run (by \`application_name\`, from
 \`/proc\`), over the drain only: on a shared machine the figure to compare when the load
-moves the throughput.
+moves the throughput. WAL bytes per task: how far the server's WAL position moved over the
+drain (nothing else writes to this server during a run), a count the machine's load does
+not blur.
 
 - **svc**: the tower's queue layer in-process (\`MeshService.claim\` / \`complete\`): on
   PostgreSQL each claim is one statement (pick with \`FOR UPDATE SKIP LOCKED\`, update, append
@@ -556,8 +569,8 @@ moves the throughput.
   counterpart of one task per call (svc, svc-http).
 - **pg-boss 10**: ${C} workers with \`batchSize: 100\`; jobs added with \`insert\`.
 
-| peer | tasks/s | claim p50 ms | claim p99 ms | node CPU µs/task | PostgreSQL CPU µs/task | total CPU µs/task |
-|---|---|---|---|---|---|---|
+| peer | tasks/s | claim p50 ms | claim p99 ms | node CPU µs/task | PostgreSQL CPU µs/task | total CPU µs/task | WAL bytes/task |
+|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 
 ${
