@@ -48,6 +48,8 @@ const lat = [];
 let done = 0;
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
+// To the last completion (BENCHMARKING.md), not to each claimer's last, empty claim.
+let last = t0;
 await Promise.all(
   agents.map(async (agent) => {
     for (;;) {
@@ -62,17 +64,19 @@ await Promise.all(
         });
         if (!c.items.every((x) => x.ok)) throw new Error('a completion failed');
         done += r.items.length;
+        last = performance.now();
       } else {
         const c = await mcp('claim_mesh_task', { agent_id: agent, mission_id: mission });
         lat.push(performance.now() - s);
         if (!c) return;
         await mcp('complete_mesh_task', { task_id: c.task.id, lease_id: c.lease_id });
         done++;
+        last = performance.now();
       }
     }
   }),
 );
-const secs = (performance.now() - t0) / 1000;
+const secs = (last - t0) / 1000;
 const cpu = process.cpuUsage(cpu0);
 const cpuMs = (cpu.user + cpu.system) / 1000;
 process.stdout.write(`${JSON.stringify({ done, secs, lat, cpuMs })}\n`);

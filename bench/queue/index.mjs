@@ -99,6 +99,26 @@ async function walLsn() {
   return r.rows[0].b;
 }
 
+/**
+ * When a peer's last completion is committed: its handler returning is not that (graphile-worker
+ * and pg-boss record completions after the handler, in batches), so `left` (a query that is
+ * true while a job is not recorded complete) is polled on a connection opened beforehand.
+ */
+async function completionWatcher(left) {
+  const c = new pg.Client({ connectionString: PG, application_name: `${APP}_sys` });
+  await c.connect();
+  return async () => {
+    try {
+      while ((await c.query(left)).rows[0].left) {
+        // One round trip per look: the end is known to within a query's latency.
+      }
+      return performance.now();
+    } finally {
+      await c.end();
+    }
+  };
+}
+
 async function sql(text, url = PG) {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
@@ -177,6 +197,8 @@ async function drain(claim, complete) {
   let done = 0;
   const cpu = await cpuPhase();
   const t0 = performance.now();
+  // To the last completion (BENCHMARKING.md), not to each claimer's last, empty claim.
+  let last = t0;
   await Promise.all(
     Array.from({ length: C }, async (_, i) => {
       for (;;) {
@@ -189,11 +211,12 @@ async function drain(claim, complete) {
           // `complete` may finish a whole batch at once and return how many it did.
           const n = await complete(i, one);
           done += typeof n === 'number' ? n : 1;
+          last = performance.now();
         }
       }
     }),
   );
-  const secs = (performance.now() - t0) / 1000;
+  const secs = (last - t0) / 1000;
   lat.sort((a, b) => a - b);
   return { done, perSec: done / secs, p50: percentile(lat, 50), p99: percentile(lat, 99), ...(await cpu()) };
 }
@@ -311,8 +334,11 @@ async function runGraphile(batch) {
     const all = new Promise((r) => {
       finish = r;
     });
+    const watch = await completionWatcher(
+      `select exists (select 1 from "${s.schema}"._private_jobs) as left`,
+    );
     const cpu = await cpuPhase();
-    const t0 = performance.now();
+    const beforeRun = performance.now();
     const runner = await run({
       preset,
       noHandleSignals: true,
@@ -323,8 +349,12 @@ async function runGraphile(batch) {
         },
       },
     });
+    // Counted from the first claim, as svc's drain is: graphile-worker fetches its first jobs
+    // after run() has set up its pool and listener (5-9 ms here, before its first job at
+    // 15-23 ms), so the count starts when run() resolves, unless a job finished before that.
+    const t0 = done === 0 ? performance.now() : beforeRun;
     await all;
-    const secs = (performance.now() - t0) / 1000;
+    const secs = ((await watch()) - t0) / 1000;
     const used = await cpu();
     await runner.stop();
     return { done, perSec: done / secs, p50: Number.NaN, p99: Number.NaN, ...used };
@@ -358,6 +388,9 @@ async function runPgBoss() {
     const all = new Promise((r) => {
       finish = r;
     });
+    const watch = await completionWatcher(
+      `select exists (select 1 from "${schema}".job where name = 'noop' and state <> 'completed') as left`,
+    );
     const cpu = await cpuPhase();
     const t0 = performance.now();
     for (let w = 0; w < C; w++) {
@@ -367,7 +400,7 @@ async function runPgBoss() {
       });
     }
     await all;
-    const secs = (performance.now() - t0) / 1000;
+    const secs = ((await watch()) - t0) / 1000;
     return { done, perSec: done / secs, p50: Number.NaN, p99: Number.NaN, ...(await cpu()) };
   } finally {
     await boss.stop({ graceful: false, wait: true });
