@@ -58,8 +58,9 @@ function claimText(withMission: boolean): string {
   // plan cannot depend on statistics: joined by id alone, the generic plan of a store whose
   // mesh_tasks had been analyzed read the whole table and hashed it (10 000 tasks: 3.0
   // against 1.0 ms for a claim of 100; the cost grew with every finished task kept). A
-  // picked row another transaction changed after this statement's snapshot is left pending
-  // (the TID scan does not see its new version): the next claim takes it.
+  // picked row another transaction changed after this statement's snapshot may be left
+  // pending (its new version is not visible to the update): the next claim takes it. Each
+  // updated row is one this statement picked and locked, so no task is claimed twice.
   return `with agent as (
       select id, domain_id, capabilities::jsonb as caps from agents
       where id = $1 and ($2::text[] is null or domain_id = any($2::text[]))
