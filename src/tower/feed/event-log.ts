@@ -57,13 +57,57 @@ export interface StoredEvent {
   payload: string;
 }
 
+/** A block's event written out whole: `[domain_id, mission_id, agent_id, status, payload]`. */
 type BlockMember = [string | null, string | null, string | null, string | null, Record<string, unknown>];
 
-/** The events of one stored row: itself, or each event of a block, in id order. */
+/**
+ * A block of mesh task transitions in compact form (mesh/pg-queue.ts eventInsert): the
+ * action once, then per task `[domain_id, mission_id, agent_id, state, id, title, attempt,
+ * parent_id, extra?]`. Each expands to the event `[domain_id, mission_id, agent_id, state,
+ * {entity: 'mesh_task', action, id, title, state, attempt, ...extra, parent_id?}]`, members
+ * in that order (parent_id only when set), as the whole form holds it.
+ */
+interface MeshBlock {
+  mesh_task: string;
+  t: [
+    string,
+    string,
+    string | null,
+    string,
+    string,
+    string,
+    number,
+    string | null,
+    Record<string, unknown>?,
+  ][];
+}
+
+/**
+ * The events of one stored row: itself, or each event of a block, in id order. A block's
+ * payload is an array of whole events, or a MeshBlock (an object).
+ */
 export function eventsFromRow(row: StoredEvent): FeedEvent[] {
   if (row.n === null || row.n === undefined) return [eventFromRow(row)];
   const base = BigInt(row.id ?? 0);
-  const members = JSON.parse(row.payload) as BlockMember[];
+  const parsed = JSON.parse(row.payload) as BlockMember[] | MeshBlock;
+  const members: BlockMember[] = Array.isArray(parsed)
+    ? parsed
+    : parsed.t.map(([domain, mission, agent, state, id, title, attempt, parent, extra]) => [
+        domain,
+        mission,
+        agent,
+        state,
+        {
+          entity: 'mesh_task',
+          action: parsed.mesh_task,
+          id,
+          title,
+          state,
+          attempt,
+          ...extra,
+          ...(parent === null ? {} : { parent_id: parent }),
+        },
+      ]);
   return members.map(([domain_id, mission_id, agent_id, status, payload], i) => ({
     id: String(base + BigInt(i)),
     ts: row.ts,

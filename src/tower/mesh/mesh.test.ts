@@ -212,6 +212,61 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
     );
   });
 
+  it("writes each transition's event with the same payload on every path", async () => {
+    const d = ((await t.call('POST', '/domains', { name: 'payloads' })).body as { id: string }).id;
+    const m = ((await t.call('POST', `/domains/${d}/m`, { name: 'p' })).body as { id: string }).id;
+    const a = await enroll(['z'], d);
+    const title = 'a "quoted" \\ title';
+    const task = (await submit({ title }, m)).body as unknown as Task;
+    const claimIn = async () =>
+      (await mcp('claim_mesh_task', { agent_id: a.id, mission_id: m })).body.result as Claim;
+    const c1 = await claimIn();
+    await mcp('start_mesh_task', { task_id: task.id, lease_id: c1.lease_id });
+    await mcp('fail_mesh_task', { task_id: task.id, lease_id: c1.lease_id, reason: 'no "luck"' });
+    await t.call('POST', `/work/tasks/${task.id}/retry`);
+    const c2 = await claimIn();
+    await mcp('complete_mesh_tasks', { items: [{ task_id: task.id, lease_id: c2.lease_id }] });
+    const parent = (await submit({ claim_policy: 'broadcast', required_capabilities: ['z'] }, m))
+      .body as unknown as Task;
+    const run = await claimIn();
+    await mcp('fail_mesh_task', { task_id: run.task.id, lease_id: run.lease_id, reason: 'late' });
+
+    const events = (await loggedEvents(t.tower.ctx.store.db)).filter(
+      (e) => e.mission_id === m && e.type === 'matrix',
+    );
+    const of = (id: string) =>
+      events
+        .filter((e) => (JSON.parse(e.payload) as { id?: string }).id === id)
+        .map((e) => [e.domain_id, e.agent_id, e.status, e.payload]);
+    const p = (action: string, state: string, attempt: number, more = '') =>
+      `{"entity":"mesh_task","action":"${action}","id":"${task.id}","title":${JSON.stringify(title)},"state":"${state}","attempt":${attempt}${more}}`;
+    expect(of(task.id)).toEqual([
+      [d, null, 'pending', p('created', 'pending', 1)],
+      [d, a.id, 'claimed', p('claimed', 'claimed', 1)],
+      [d, a.id, 'running', p('started', 'running', 1)],
+      [d, a.id, 'failed', p('failed', 'failed', 1, ',"reason":"no \\"luck\\""')],
+      [d, null, 'pending', p('retried', 'pending', 2)],
+      [d, a.id, 'claimed', p('claimed', 'claimed', 2)],
+      [d, a.id, 'completed', p('completed', 'completed', 2)],
+    ]);
+    // A broadcast run's events carry its parent.
+    expect(of(run.task.id).map((e) => JSON.parse(e[3] as string))).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ action: 'claimed', parent_id: parent.id }),
+        expect.objectContaining({ action: 'failed', reason: 'late', parent_id: parent.id }),
+      ]),
+    );
+    expect(JSON.parse(of(run.task.id).find((e) => e[2] === 'claimed')?.[3] as string)).toEqual({
+      entity: 'mesh_task',
+      action: 'claimed',
+      id: run.task.id,
+      title: 'job',
+      state: 'claimed',
+      attempt: 1,
+      parent_id: parent.id,
+    });
+  });
+
   it('runs a broadcast task once per eligible agent', async () => {
     const d = ((await t.call('POST', '/domains', { name: 'bcast' })).body as { id: string }).id;
     const m = ((await t.call('POST', `/domains/${d}/m`, { name: 'b' })).body as { id: string }).id;
