@@ -8,7 +8,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestTower, type TestTower } from '../../../test/support/tower.js';
 import { parsePostgresUrl } from '../store/open.js';
-import { CLAIM, type LeasedChange, leasedText } from './pg-queue.js';
+import { CLAIM, leasedText } from './pg-queue.js';
+import { LEASED_CHANGES } from './service.js';
 
 /** Every node of an EXPLAIN (FORMAT JSON) plan, depth first. */
 function nodes(plan: Record<string, unknown>): Record<string, unknown>[] {
@@ -90,32 +91,23 @@ describe('mesh claim plan on postgres', () => {
     for (const n of onTasks) expect(['Index Scan', 'Tid Scan', 'ModifyTable']).toContain(n['Node Type']);
   });
 
-  /** A lease-holding change as service.ts defines them (its SET does not matter here). */
-  const complete: LeasedChange = {
-    name: 'plan_complete',
-    action: 'completed',
-    from: ['claimed', 'running'],
-    set: "state = 'completed', result = req.arg, lease_id = null, lease_expires_at = null",
-  };
-
-  it.each([
-    ['batched', leasedText(complete), false],
-    ['acknowledged', leasedText({ ...complete, ack: true }), false],
-    ['lone', leasedText(complete, true), true],
-  ] as const)(
-    'finds the rows of a lease-holding change by key and TID only (%s)',
-    async (name, text, single) => {
-      await db.query(`prepare leased_${name} as ${text}`);
-      // $1 task ids, $2 leases, $3 args, $4 visible domains, $5 now.
-      const args = single
-        ? "'mt_x', 'lease_x', null, null, '2026-01-01T00:00:00.000Z'"
-        : "array['mt_x'], array['lease_x'], array[null::text], array[null::text], '2026-01-01T00:00:00.000Z'";
-      const res = await db.query(`explain (format json) execute leased_${name}(${args})`);
-      const plan = (res.rows[0]['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0]?.Plan ?? {};
-      for (const n of nodes(plan).filter((x) => x['Relation Name'] === 'mesh_tasks'))
-        expect(['Index Scan', 'Tid Scan', 'ModifyTable']).toContain(n['Node Type']);
-    },
-  );
+  it.each(
+    LEASED_CHANGES.flatMap((change) => [
+      [change.name, leasedText(change), false],
+      [`${change.name}_1`, leasedText(change, true), true],
+    ]) as [string, string, boolean][],
+  )('finds the rows of a lease-holding change by key and TID only (%s)', async (name, text, single) => {
+    await db.query(`prepare ${name} as ${text}`);
+    // $1 task ids, $2 leases, $3 args, $4 visible domains, $5 now.
+    const args = single
+      ? "'mt_x', 'lease_x', null, null, '2026-01-01T00:00:00.000Z'"
+      : "array['mt_x'], array['lease_x'], array[null::text], array[null::text], '2026-01-01T00:00:00.000Z'";
+    const res = await db.query(`explain (format json) execute ${name}(${args})`);
+    const plan = (res.rows[0]['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0]?.Plan ?? {};
+    const onTasks = nodes(plan).filter((x) => x['Relation Name'] === 'mesh_tasks');
+    expect(onTasks.length).toBeGreaterThan(0);
+    for (const n of onTasks) expect(['Index Scan', 'Tid Scan', 'ModifyTable']).toContain(n['Node Type']);
+  });
 
   it('claims the best pending tasks among many, with finished ones kept', async () => {
     const r = await t.call('POST', '/mcp/call', {

@@ -781,6 +781,8 @@ const FAIL: LeasedChange = {
   set: "state = 'failed', failure_reason = req.arg, lease_id = null, lease_expires_at = null",
   extraPayload: `',"reason":' || coalesce(to_json(failure_reason)::text, 'null')`,
 };
+/** Every lease-holding change the PostgreSQL store runs (exported for tests of their plans). */
+export const LEASED_CHANGES = [START, COMPLETE, COMPLETE_ACK, FAIL];
 
 function hasCaps(agent: AgentRow, required: string[]): boolean {
   if (required.length === 0) return true;
