@@ -242,17 +242,25 @@ export function leasedText(change: LeasedChange, single = false): string {
   const from = change.from.map((st) => `'${st}'`).join(', ');
   // $1 task ids, $2 leases, $3 args, $4 visible domains (JSON array text, null: all), $5 now.
   // An expired lease matches nothing here and is refused on the general path (fencing).
-  // `cur` locks the rows in id order (two batches touching the same tasks cannot deadlock)
-  // and is the row before, for not_found / stale_lease. Each task is looked up on its own
-  // through the primary key (a LATERAL with LIMIT is never flattened into a join), and
-  // `changed` updates the locked row by its ctid with the checks made on `cur` (the locked,
-  // current version): the plan cannot depend on statistics. Planned as a join, a fresh store
-  // (no statistics yet) got a sequential scan of mesh_tasks for `cur`, and `changed` read
-  // every entry of mesh_tasks_leased (those of finished tasks too, until vacuum) to find
-  // its 100 rows: 11.8 against 2.5 ms for a batch of 100 midway through bench/queue.
-  // If another transaction changed a row after this statement's snapshot was taken, the
-  // locked version is not visible to the UPDATE, which then matches nothing: the caller
-  // sees its lease still current in `cur` and takes the general path (service.ts).
+  // `cur` is each task as this statement's snapshot sees it, for the checks and for
+  // not_found / stale_lease. Each task is looked up on its own through the primary key (a
+  // LATERAL with LIMIT is never flattened into a join), and `changed` updates that version
+  // by its ctid: the plan cannot depend on statistics. Planned as a join, a fresh store (no
+  // statistics yet) got a sequential scan of mesh_tasks for `cur`, and `changed` read every
+  // entry of mesh_tasks_leased (those of finished tasks too, until vacuum) to find its 100
+  // rows: 11.8 against 2.5 ms for a batch of 100 midway through bench/queue.
+  // The rows are not locked before the UPDATE (no FOR UPDATE in `cur`): each such lock is a
+  // WAL record of its own, about 55 of the ~1 180 bytes a claimed and completed task wrote.
+  // If another transaction changed a row after this statement's snapshot, the UPDATE waits
+  // for it and then rechecks the row's newest version (EvalPlanQual): PostgreSQL rechecks
+  // the TID condition, which the newest version, at another TID, fails, so the row is left
+  // alone; the checks on `t` (the request's lease, a state the change applies to) hold the
+  // same line where a TID recheck passes. A lease is unique and every way out of claimed
+  // and running clears it; while it holds, its expiry only moves later and the domain and
+  // parent never change, so `cur`'s checks of those stay true. A row left alone whose
+  // snapshot showed the request's lease takes the general path (service.ts), which reads it
+  // under a lock. Two statements never share a task within a tower (LeasedBatcher); if two
+  // replicas' did and deadlocked, each request goes alone.
   // `single`: the same for one request, with scalar parameters (no unnest, sort or hash
   // joins). Lone requests are the common case with one task per call. Both forms are
   // planned generically (the hot pool, store/open.ts): left to choose, PostgreSQL planned
@@ -269,12 +277,13 @@ export function leasedText(change: LeasedChange, single = false): string {
       from (select distinct id from req order by id) u
       cross join lateral (
         select ctid as tid, id, state, domain_id, parent_id, lease_id, lease_expires_at
-        from mesh_tasks where id = u.id limit 1 for update
+        from mesh_tasks where id = u.id limit 1
       ) t
     ), changed as (
       update mesh_tasks t set ${change.set}, updated_at = $5
       from req join cur on cur.id = req.id
-      where t.ctid = cur.tid and cur.lease_id = req.lease and cur.state in (${from})
+      where t.ctid = cur.tid and t.lease_id = req.lease and t.state in (${from})
+        and cur.lease_id = req.lease and cur.state in (${from})
         and cur.parent_id is null and cur.lease_expires_at > $5
         and (req.doms is null or req.doms::jsonb ? cur.domain_id)
       returning t.*
