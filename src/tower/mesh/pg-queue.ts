@@ -259,8 +259,9 @@ export function leasedText(change: LeasedChange, single = false): string {
   // and running clears it; while it holds, its expiry only moves later and the domain and
   // parent never change, so `cur`'s checks of those stay true. A row left alone whose
   // snapshot showed the request's lease takes the general path (service.ts), which reads it
-  // under a lock. Two statements never share a task within a tower (LeasedBatcher); if two
-  // replicas' did and deadlocked, each request goes alone.
+  // under a lock. Statements of one kind never share a task within a tower (LeasedBatcher);
+  // if two statements that did (a start and a completion of the same tasks at once, or two
+  // replicas') deadlock, the one PostgreSQL aborts sends each of its requests alone (send).
   // `single`: the same for one request, with scalar parameters (no unnest, sort or hash
   // joins). Lone requests are the common case with one task per call. Both forms are
   // planned generically (the hot pool, store/open.ts): left to choose, PostgreSQL planned
