@@ -86,3 +86,22 @@ export async function sequencerPass(t: TestTower): Promise<void> {
   await probe.start();
   await probe.stop();
 }
+
+/** What a mesh test claims with: a node, a domain with a mission, and one agent enrolled. */
+export interface MeshFixture {
+  node: { id: string; jwt: string };
+  domainId: string;
+  missionId: string;
+  agentId: string;
+}
+
+/** Registers a node `name`, creates domain and mission `name`, and enrols one agent. */
+export async function meshFixture(t: TestTower, name: string): Promise<MeshFixture> {
+  const node = (await t.call('POST', '/nodes', { hostname: name })).body as MeshFixture['node'];
+  const domainId = ((await t.call('POST', '/domains', { name })).body as { id: string }).id;
+  const missionId = ((await t.call('POST', `/domains/${domainId}/m`, { name })).body as { id: string }).id;
+  const agent = await t.call('POST', '/agents', { domain_id: domainId, runtime: 'beta_cli' }, node.jwt);
+  if (agent.status !== 201)
+    throw new Error(`enrolling an agent: ${agent.status} ${JSON.stringify(agent.body)}`);
+  return { node, domainId, missionId, agentId: (agent.body as { id: string }).id };
+}

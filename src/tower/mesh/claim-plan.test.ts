@@ -6,7 +6,7 @@
 
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestTower, type TestTower } from '../../../test/support/tower.js';
+import { meshFixture, startTestTower, type TestTower } from '../../../test/support/tower.js';
 import { parsePostgresUrl } from '../store/open.js';
 import { CLAIM, leasedText } from './pg-queue.js';
 import { LEASED_CHANGES } from './service.js';
@@ -28,15 +28,10 @@ describe('mesh claim plan on postgres', () => {
 
   beforeAll(async () => {
     t = await startTestTower('postgres');
-    const node = (await t.call('POST', '/nodes', { hostname: 'plan' })).body as { jwt: string };
-    const domainId = ((await t.call('POST', '/domains', { name: 'plan' })).body as { id: string }).id;
-    const mission = (await t.call('POST', `/domains/${domainId}/m`, { name: 'plan' })).body as { id: string };
-    missionId = mission.id;
-    agentId = (
-      (await t.call('POST', '/agents', { domain_id: domainId, runtime: 'beta_cli' }, node.jwt)).body as {
-        id: string;
-      }
-    ).id;
+    const f = await meshFixture(t, 'plan');
+    const { domainId } = f;
+    missionId = f.missionId;
+    agentId = f.agentId;
     db = new pg.Client(parsePostgresUrl(t.databaseUrl as string).config);
     await db.connect();
     // Finished tasks and a deep queue of pending ones, bulk-inserted as bench/queue does

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loggedEvents } from '../../../test/support/events.js';
 import { waitFor } from '../../../test/support/poll.js';
-import { startTestTower, type TestTower } from '../../../test/support/tower.js';
+import { meshFixture, startTestTower, type TestTower } from '../../../test/support/tower.js';
 import { FakeClock } from '../../lib/clock.js';
 import { parsePostgresUrl } from '../store/open.js';
 
@@ -27,15 +27,7 @@ describe('a lease-holding change racing another transaction on postgres', () => 
 
   beforeAll(async () => {
     t = await startTestTower('postgres', { clock });
-    node = (await t.call('POST', '/nodes', { hostname: 'race' })).body as typeof node;
-    const domainId = ((await t.call('POST', '/domains', { name: 'race' })).body as { id: string }).id;
-    missionId = ((await t.call('POST', `/domains/${domainId}/m`, { name: 'race' })).body as { id: string })
-      .id;
-    agentId = (
-      (await t.call('POST', '/agents', { domain_id: domainId, runtime: 'beta_cli' }, node.jwt)).body as {
-        id: string;
-      }
-    ).id;
+    ({ node, missionId, agentId } = await meshFixture(t, 'race'));
     db = new pg.Client(parsePostgresUrl(t.databaseUrl as string).config);
     await db.connect();
   });
@@ -91,62 +83,52 @@ describe('a lease-holding change racing another transaction on postgres', () => 
   /** The lease gone: reclaimed by another agent's claim. */
   const reclaim = `update mesh_tasks set lease_id = 'lease_other', claimed_by = 'ag_other' where id = $1`;
 
+  const stateOf = async (c: Claim) =>
+    ((await t.call('GET', `/work/tasks/${c.task.id}`)).body as { state: string }).state;
+  const completeOne = (c: Claim) => () =>
+    mcp('complete_mesh_task', { task_id: c.task.id, lease_id: c.lease_id, result: { n: 1 } });
+  const completeAll = (cs: Claim[]) => () =>
+    mcp('complete_mesh_tasks', { items: cs.map((c) => ({ task_id: c.task.id, lease_id: c.lease_id })) });
+
   it('completes a task whose lease was extended meanwhile, once (one request)', async () => {
-    const [c] = await claimed(1);
-    const r = await racing(c?.task.id as string, extend, () =>
-      mcp('complete_mesh_task', { task_id: c?.task.id, lease_id: c?.lease_id, result: { n: 1 } }),
-    );
+    const [c] = (await claimed(1)) as [Claim];
+    const r = await racing(c.task.id, extend, completeOne(c));
     expect(r.status).toBe(200);
     expect((r.body.result as { state: string }).state).toBe('completed');
-    expect(await completedEvents(c?.task.id as string)).toHaveLength(1);
+    expect(await completedEvents(c.task.id)).toHaveLength(1);
   });
 
   it('completes a task whose lease was extended meanwhile, once (a batch)', async () => {
-    const [a, b] = await claimed(2);
-    const r = await racing(a?.task.id as string, extend, () =>
-      mcp('complete_mesh_tasks', {
-        items: [a, b].map((c) => ({ task_id: c?.task.id, lease_id: c?.lease_id })),
-      }),
-    );
+    const [a, b] = (await claimed(2)) as [Claim, Claim];
+    const r = await racing(a.task.id, extend, completeAll([a, b]));
     expect(r.status).toBe(200);
     expect((r.body.result as { items: { ok: boolean }[] }).items.map((i) => i.ok)).toEqual([true, true]);
     for (const c of [a, b]) {
-      expect(((await t.call('GET', `/work/tasks/${c?.task.id}`)).body as { state: string }).state).toBe(
-        'completed',
-      );
-      expect(await completedEvents(c?.task.id as string)).toHaveLength(1);
+      expect(await stateOf(c)).toBe('completed');
+      expect(await completedEvents(c.task.id)).toHaveLength(1);
     }
   });
 
   it('refuses a completion whose lease was taken meanwhile, changing nothing (one request)', async () => {
-    const [c] = await claimed(1);
-    const r = await racing(c?.task.id as string, reclaim, () =>
-      mcp('complete_mesh_task', { task_id: c?.task.id, lease_id: c?.lease_id }),
-    );
+    const [c] = (await claimed(1)) as [Claim];
+    const r = await racing(c.task.id, reclaim, completeOne(c));
     expect(r.status).toBe(409);
     expect(r.body.code).toBe('stale_lease');
-    const task = (await t.call('GET', `/work/tasks/${c?.task.id}`)).body as { state: string };
-    expect(task.state).toBe('claimed');
-    expect(await completedEvents(c?.task.id as string)).toHaveLength(0);
+    expect(await stateOf(c)).toBe('claimed');
+    expect(await completedEvents(c.task.id)).toHaveLength(0);
   });
 
   it('refuses a completion whose lease was taken meanwhile, changing nothing (a batch)', async () => {
-    const [a, b] = await claimed(2);
-    const r = await racing(a?.task.id as string, reclaim, () =>
-      mcp('complete_mesh_tasks', {
-        items: [a, b].map((c) => ({ task_id: c?.task.id, lease_id: c?.lease_id })),
-      }),
-    );
+    const [a, b] = (await claimed(2)) as [Claim, Claim];
+    const r = await racing(a.task.id, reclaim, completeAll([a, b]));
     expect(r.status).toBe(200);
     const items = (r.body.result as { items: { ok: boolean; code?: string }[] }).items;
     expect(items.map((i) => [i.ok, i.code])).toEqual([
       [false, 'stale_lease'],
       [true, undefined],
     ]);
-    expect(((await t.call('GET', `/work/tasks/${a?.task.id}`)).body as { state: string }).state).toBe(
-      'claimed',
-    );
-    expect(await completedEvents(a?.task.id as string)).toHaveLength(0);
-    expect(await completedEvents(b?.task.id as string)).toHaveLength(1);
+    expect(await stateOf(a)).toBe('claimed');
+    expect(await completedEvents(a.task.id)).toHaveLength(0);
+    expect(await completedEvents(b.task.id)).toHaveLength(1);
   });
 });
