@@ -94,8 +94,9 @@ describe('event blocks on postgres', () => {
       .orderBy('id')
       .execute()
       .then((rs) => rs.filter((r) => r.n !== null || r.payload.includes('"mesh_task"')));
-    // Five creations (one row each), then the claim's block and the completion's block.
-    expect(rows.map((r) => r.n)).toEqual([null, null, null, null, null, 5, 5]);
+    // Five creations (a block of one each: a creation is one statement too), then the
+    // claim's block and the completion's block.
+    expect(rows.map((r) => r.n)).toEqual([1, 1, 1, 1, 1, 5, 5]);
     const ids = rows.map((r) => Number(r.id));
     for (let i = 1; i < ids.length; i++) {
       expect((ids[i] as number) - (ids[i - 1] as number)).toBeGreaterThanOrEqual(EVENT_BLOCK_MAX);
@@ -192,8 +193,8 @@ describe('event blocks on postgres', () => {
       .where('payload', 'like', `%${created.id}%`)
       .orderBy('id')
       .execute();
-    // Creation: one event; the claim and the failure: a block each (the failure on its own).
-    expect(rows.map((r) => r.n)).toEqual([null, 1, 1]);
+    // The creation, the claim and the failure: a block each, of one.
+    expect(rows.map((r) => r.n)).toEqual([1, 1, 1]);
   });
 });
 

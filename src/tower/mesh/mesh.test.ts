@@ -439,6 +439,41 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
     expect((await t.call('GET', '/work/missions/mis_nope/tasks')).status).toBe(404);
   });
 
+  it('refuses a task in a mission it cannot see, writing nothing', async () => {
+    const count = async () =>
+      Number(
+        (
+          await t.tower.ctx.store.db
+            .selectFrom('mesh_tasks')
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const events = async () => (await loggedEvents(t.tower.ctx.store.db)).length;
+    const [tasks0, events0] = [await count(), await events()];
+    const nope = await t.call('POST', '/work/missions/mis_nope/tasks', { title: 'lost' });
+    expect([nope.status, nope.body.code]).toEqual([404, 'not_found']);
+    // A token for another domain does not see this one's missions.
+    const otherDomain = ((await t.call('POST', '/domains', { name: 'elsewhere' })).body as { id: string }).id;
+    const scoped = (
+      await t.call('POST', '/tokens', { name: 'other', scopes: ['work:write'], domains: [otherDomain] })
+    ).body.token as string;
+    const hidden = await t.call('POST', `/work/missions/${missionId}/tasks`, { title: 'hidden' }, scoped);
+    expect([hidden.status, hidden.body.code]).toEqual([404, 'not_found']);
+    expect([await count(), await events()]).toEqual([tasks0, events0 + 1]); // the domain's own event
+    const mine = await t.call('POST', `/work/missions/${missionId}/tasks`, { title: 'seen', priority: -5 });
+    expect(mine.status).toBe(201);
+    expect(mine.body).toMatchObject({
+      mission_id: missionId,
+      domain_id: domainId,
+      title: 'seen',
+      state: 'pending',
+      priority: -5,
+    });
+    expect((await t.call('GET', `/work/tasks/${mine.body.id}`)).body).toEqual(mine.body);
+    expect(await t.call('POST', `/work/tasks/${mine.body.id}/cancel`).then((r) => r.status)).toBe(200);
+  });
+
   it('cancels once; a cancelled task is not claimable', async () => {
     const agent = await enroll();
     await drain(agent.id);

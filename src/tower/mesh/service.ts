@@ -12,7 +12,14 @@ import { canSeeDomain, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { Tx } from '../store/tx.js';
 import type { AgentRow, MeshTaskRow } from './migrations.js';
-import { type LeasedAck, LeasedBatcher, type LeasedChange, type LeasedRow, pgClaim } from './pg-queue.js';
+import {
+  type LeasedAck,
+  LeasedBatcher,
+  type LeasedChange,
+  type LeasedRow,
+  pgClaim,
+  pgCreate,
+} from './pg-queue.js';
 
 const TERMINAL: string[] = ['completed', 'failed', 'cancelled'];
 const CLAIM_SCAN = 100;
@@ -143,6 +150,42 @@ export class MeshService {
         errors: [{ field: 'body/assigned_agent_id', message: 'only with claim_policy "assigned"' }],
       });
     }
+    const caps = body.required_capabilities ?? [];
+    /** The new task's row; its domain is its mission's. */
+    const rowOf = (nowMs: number, now: string): Omit<MeshTaskRow, 'domain_id'> => ({
+      id: newId('mt', nowMs),
+      mission_id: missionId,
+      parent_id: null,
+      title: body.title,
+      description: body.description ?? '',
+      claim_policy: policy,
+      priority: body.priority ?? 0,
+      assigned_agent_id: body.assigned_agent_id ?? null,
+      required_capabilities: JSON.stringify(caps),
+      state: 'pending',
+      attempt: 1,
+      max_attempts: body.max_attempts ?? 3,
+      lease_seconds: body.lease_seconds ?? 60,
+      lease_id: null,
+      lease_expires_at: null,
+      claimed_by: null,
+      result: null,
+      failure_reason: null,
+      created_at: now,
+      updated_at: now,
+    });
+    if (this.ctx.store.dialect === 'postgres' && policy !== 'broadcast') {
+      // One statement (pg-queue.ts pgCreate) on the hot pool: 500 creations at once (as
+      // bench/queue queues its tasks) ran at 3 900 tasks/s against 1 620 as the transaction
+      // below (medians of 3).
+      const nowMs = this.ctx.clock.now();
+      const row = rowOf(nowMs, iso(nowMs));
+      const domainId = await pgCreate(this.ctx.write, p, row);
+      if (domainId === null) throw new SvcError('not_found', `mission ${missionId} not found`);
+      const task = taskOf({ ...row, domain_id: domainId });
+      this.hooks.onClaimable?.(task);
+      return task;
+    }
     const created: MeshTask[] = [];
     const task = await this.ctx.write(async (tx) => {
       const mission = await tx.db
@@ -153,30 +196,7 @@ export class MeshService {
       if (!mission || !canSeeDomain(p, mission.domain_id)) {
         throw new SvcError('not_found', `mission ${missionId} not found`);
       }
-      const caps = body.required_capabilities ?? [];
-      const base: MeshTaskRow = {
-        id: newId('mt', tx.nowMs),
-        mission_id: missionId,
-        domain_id: mission.domain_id,
-        parent_id: null,
-        title: body.title,
-        description: body.description ?? '',
-        claim_policy: policy,
-        priority: body.priority ?? 0,
-        assigned_agent_id: body.assigned_agent_id ?? null,
-        required_capabilities: JSON.stringify(caps),
-        state: 'pending',
-        attempt: 1,
-        max_attempts: body.max_attempts ?? 3,
-        lease_seconds: body.lease_seconds ?? 60,
-        lease_id: null,
-        lease_expires_at: null,
-        claimed_by: null,
-        result: null,
-        failure_reason: null,
-        created_at: tx.now,
-        updated_at: tx.now,
-      };
+      const base: MeshTaskRow = { ...rowOf(tx.nowMs, tx.now), domain_id: mission.domain_id };
       await tx.db.insertInto('mesh_tasks').values(base).execute();
       await tx.db.insertInto('mesh_task_missions').values({ mission_id: missionId, id: base.id }).execute();
       const parent = taskOf(base);
