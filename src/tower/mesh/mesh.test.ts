@@ -134,6 +134,15 @@ describe.each(STORES)('mesh tasks on %s', (store) => {
     const assigned = (await submit({ claim_policy: 'assigned', assigned_agent_id: gpu.id }))
       .body as unknown as Task;
     const needsGpu = (await submit({ required_capabilities: ['gpu'] })).body as unknown as Task;
+    // A creation answers with the task as stored, and an assigned task's event names its agent.
+    for (const task of [assigned, needsGpu]) {
+      expect((await t.call('GET', `/work/tasks/${task.id}`)).body).toEqual(task);
+    }
+    const createdOf = (await loggedEvents(t.tower.ctx.store.db)).find((e) => {
+      const p = JSON.parse(e.payload) as { id?: string; action?: string };
+      return p.id === assigned.id && p.action === 'created';
+    });
+    expect([createdOf?.agent_id, createdOf?.status]).toEqual([gpu.id, 'pending']);
     expect(await claim(plain.id)).toBeNull();
     const claimed = [await claim(gpu.id), await claim(gpu.id)];
     expect(claimed.map((c) => c?.task.id).sort()).toEqual([assigned.id, needsGpu.id].sort());

@@ -197,7 +197,7 @@ export async function pgClaim(
  * policy, $7 priority, $8 assigned agent, $9 required capabilities (JSON text), $10 max
  * attempts, $11 lease seconds, $12 now (ISO).
  */
-export const CREATE = `with mission as (
+const CREATE = `with mission as (
     select id, domain_id from missions
     where id = $1 and ($2::text[] is null or domain_id = any($2::text[]))
   ), changed as (
