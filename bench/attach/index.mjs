@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import * as nodePty from 'node-pty';
+import * as nodePty from '@lydell/node-pty';
 import WebSocket from 'ws';
 import { machine, median, percentile, ROOT, today, writeSection } from '../lib/report.mjs';
 

@@ -2,7 +2,7 @@
 // output goes to the rotating log and to any number of tap listeners. This is the surface
 // the attach gateway builds on: listen to output, type input, resize, pause for flow control.
 import { createRequire } from 'node:module';
-import type * as NodePty from 'node-pty';
+import type * as NodePty from '@lydell/node-pty';
 import type { RotatingLog } from '../process/rotating-log.js';
 import type { ExitInfo } from '../runtimes/acp-session.js';
 
@@ -85,7 +85,7 @@ export class PtyTerminal implements AgentTerminal {
     const [file, ...args] = o.argv;
     if (!file) throw new Error('empty command');
     // node-pty's child calls setsid(): it leads its own session and process group.
-    nodePty ??= require('node-pty') as typeof NodePty;
+    nodePty ??= require('@lydell/node-pty') as typeof NodePty;
     const pty = nodePty.spawn(file, args, {
       name: 'xterm-256color',
       cols: o.cols ?? DEFAULT_COLS,
@@ -129,7 +129,9 @@ export class PtyTerminal implements AgentTerminal {
 
   write(data: string | Buffer): void {
     if (this.exitInfo) return;
-    this.pty.write(data);
+    // The typings say string, but the write goes straight to the PTY's socket, which takes
+    // bytes: terminal input is not always valid UTF-8 and must reach the program unchanged.
+    (this.pty.write as (this: unknown, d: string | Buffer) => void).call(this.pty, data);
   }
 
   resize(cols: number, rows: number): void {
