@@ -308,10 +308,10 @@ config, control channel connected to the tower; started with \`${SVCD_NODE_FLAGS
 disconnected before the window). Read from \`/proc\` only, never by asking the daemons, sampled
 every ${SAMPLE_S} s: USS (private memory, \`Private_Clean + Private_Dirty\` of
 \`/proc/<pid>/smaps_rollup\`: what the machine gets back when the daemon exits), RSS (\`VmRSS\`:
-USS plus pages shared with other processes, mostly the node binary's code); CPU (time on the CPU of all threads over the window, from
-\`/proc/<pid>/task/*/schedstat\` in nanoseconds: utime + stime count 10 ms ticks, too coarse
-for an idle daemon), wake-ups (context
-switches of all threads per second). The supervised processes themselves are not counted.
+USS plus pages shared with other processes, mostly the node binary's code); CPU (time on the
+CPU of all threads over the window, from \`/proc/<pid>/task/*/schedstat\` in nanoseconds: utime +
+stime count 10 ms ticks, too coarse for an idle daemon), wake-ups (context switches of all
+threads per second). The supervised processes themselves are not counted.
 Targets for svcd with ${AGENTS} agents: USS below pm2's with ${AGENTS}, RSS within 10 % of it,
 CPU below ${TARGET_CPU_PCT} % of one core.
 
