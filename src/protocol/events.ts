@@ -30,6 +30,18 @@ export const FeedEvent = Type.Object({
 });
 export type FeedEvent = Static<typeof FeedEvent>;
 
+/**
+ * The `reset` SSE event of GET /events/stream (not a feed event: no id): sent before any event
+ * when a resume crosses a gap; the events after `last_event_id` up to `resume_after` are gone.
+ */
+export interface FeedReset {
+  reason: 'retention' | 'unknown';
+  /** The id the client asked to resume after. */
+  last_event_id: string;
+  /** Events after this id follow. */
+  resume_after: string;
+}
+
 /** What a producer hands to the event log; id and ts are assigned on append. */
 export interface NewEvent {
   type: EventType;
