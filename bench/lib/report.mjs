@@ -101,6 +101,7 @@ export function sections(text) {
   const out = [];
   const re = /<!-- bench:([a-z0-9-]+):start -->([\s\S]*?)<!-- bench:\1:end -->/g;
   for (let m = re.exec(text); m; m = re.exec(text)) {
+    if (m[1] === 'summary') continue; // the table itself
     const rows = ROWS.exec(m[2]);
     out.push({ name: m[1], summary: rows ? JSON.parse(rows[1]) : null });
   }
