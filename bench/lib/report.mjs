@@ -14,7 +14,7 @@ export const REPORT = process.env.BENCH_REPORT
   ? resolve(process.env.BENCH_REPORT)
   : join(ROOT, 'BENCHMARKS.md');
 
-const HEADER = `# Benchmarks
+export const HEADER = `# Benchmarks
 
 Measured with \`npm run build && npm run bench [-- <name>]\` (bench/<name>/index.mjs). Each
 benchmark rewrites its own section below (method, machine, figures) and its rows of this

@@ -4,7 +4,7 @@
 // signed attach.open the node dials back /nodes/attach/{stream_id}). Every viewer open and
 // close is a matrix event; attach.list on mgmt.sock says who is attached where.
 // node:http and `ws` (and node:crypto, for the signature) are loaded on the first viewer: an
-// idle daemon never needs them (BENCHMARKS.md, daemon).
+// idle daemon never needs them (docs/perf-notes.md, daemon).
 import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';

@@ -95,7 +95,7 @@ function runInstance(ex: BoosterExports, payload: Uint8Array): number {
 /** The embedded default runs in-process: it is ours, it cannot loop. */
 export function embeddedBooster(): Booster {
   // Instantiated on the first check: compiling Wasm pages in V8's Wasm compiler, ≈0.6 MiB of
-  // RSS that a daemon which never validates an MCP call would keep (BENCHMARKS.md, daemon).
+  // RSS that a daemon which never validates an MCP call would keep (docs/perf-notes.md, daemon).
   let ex: BoosterExports | null = null;
   return {
     source: 'embedded',
