@@ -4,7 +4,7 @@
 // the claimers in a child process: http-client.mjs), and side by side graphile-worker 0.17
 // (its throughput configuration and its defaults) and pg-boss 10 in the same run, same
 // database server, same task count and concurrency, each in its own fresh schema. Also the
-// claim latency on an empty store and with BENCH_QUEUE_HISTORY completed tasks in it (DESIGN:
+// claim latency on an empty store and with BENCH_QUEUE_HISTORY completed tasks in it (docs/mesh.md:
 // finished tasks must not slow the hot path). Figures, with CPU per task, go to BENCHMARKS.md.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

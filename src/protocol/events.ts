@@ -1,4 +1,4 @@
-// The feed event (seed §2, DESIGN §3 Feed). `id` is a decimal string, strictly increasing,
+// The feed event (docs/events.md, docs/feed.md). `id` is a decimal string, strictly increasing,
 // also the SSE `id:` field; `type` is the discriminator.
 
 import { Timestamp } from './common.js';

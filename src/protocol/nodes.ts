@@ -1,4 +1,4 @@
-// Wire shapes of node registration (DESIGN §3 Auth, §4 node identity).
+// Wire shapes of node registration (docs/api.md, Nodes; docs/operator-guide.md, 3).
 
 import type { AgentStatus } from './agents.js';
 import { Id, Timestamp } from './common.js';

@@ -1,4 +1,4 @@
-// The attach gateway (DESIGN §3 Attach proxy, §4): one TerminalSession per running PTY agent
+// The attach gateway (docs/attach.md): one TerminalSession per running PTY agent
 // (or per mux_hosted agent with viewers: a tmux client on its session, tmux-client.ts),
 // viewers from svcd.sock (local, WebSocket over the unix socket) and from the tower (on a
 // signed attach.open the node dials back /nodes/attach/{stream_id}). Every viewer open and

@@ -1,4 +1,4 @@
-// The Wasm booster (DESIGN §4 Validation before tool calls): a module exporting `memory`,
+// The Wasm booster (docs/validation.md): a module exporting `memory`,
 // `alloc(len) -> ptr` and `validate(ptr, len) -> i32` judges each MCP call's payload. A
 // module from --booster-wasm runs in a worker thread, so one that loops is terminated at the
 // time limit and one that traps only fails its call; neither can take svcd down. It must not
