@@ -1,4 +1,4 @@
-// The node identity file (DESIGN §4): {node_id, hostname, backend_url, jwt}, mode 0600.
+// The node identity file (docs/operator-guide.md, 3): {node_id, hostname, backend_url, jwt}, mode 0600.
 // Where it lives: SVC_NODE_FILE if set; else /etc/svc/node.json when it exists or /etc/svc is
 // writable; else $SVC_HOME/node.json.
 import { accessSync, constants, existsSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// PTY attach wire contract (DESIGN §3 Attach proxy), the same on svcd.sock, on the tower's
+// PTY attach wire contract (docs/attach.md), the same on svcd.sock, on the tower's
 // /api/attach-ws and on the node's dial-back /nodes/attach/{stream_id}: a WebSocket whose
 // binary frames are terminal bytes and whose text frames are JSON control messages.
 import { ERROR_CODES, type ErrorCode } from './errors.js';

@@ -1,4 +1,4 @@
-// The node control channel (DESIGN §1, §3): one WebSocket that svcd opens to the tower at
+// The node control channel (docs/architecture.md): one WebSocket that svcd opens to the tower at
 // GET /nodes/connect with "Authorization: Bearer <node JWT>". Text frames, one JSON message
 // each. Liveness: both sides send WebSocket ping frames every HEARTBEAT_MS and close a
 // channel that has been silent for DEAD_AFTER_MS.

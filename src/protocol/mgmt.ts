@@ -1,4 +1,5 @@
-// mgmt.sock wire format (DESIGN §4): JSON-RPC 2.0, one message per line (newline-delimited).
+// mgmt.sock wire format (docs/architecture.md, mgmt.sock): JSON-RPC 2.0, one message per line
+// (newline-delimited).
 // Protocol errors use the standard codes; application errors carry the HTTP-like status of
 // their SvcError code as the numeric code and the stable string code in `data.code`.
 import { ERROR_CODES, type ErrorCode, isErrorCode, SvcError } from './errors.js';

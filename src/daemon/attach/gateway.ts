@@ -1,10 +1,10 @@
-// The attach gateway (DESIGN §3 Attach proxy, §4): one TerminalSession per running PTY agent
+// The attach gateway (docs/attach.md): one TerminalSession per running PTY agent
 // (or per mux_hosted agent with viewers: a tmux client on its session, tmux-client.ts),
 // viewers from svcd.sock (local, WebSocket over the unix socket) and from the tower (on a
 // signed attach.open the node dials back /nodes/attach/{stream_id}). Every viewer open and
 // close is a matrix event; attach.list on mgmt.sock says who is attached where.
 // node:http and `ws` (and node:crypto, for the signature) are loaded on the first viewer: an
-// idle daemon never needs them (BENCHMARKS.md, daemon).
+// idle daemon never needs them (docs/perf-notes.md, daemon).
 import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';

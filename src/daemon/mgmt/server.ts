@@ -32,7 +32,7 @@ type Check = (params: unknown) => Pick<ErrorObject, 'keyword' | 'instancePath' |
 /**
  * Ajv, loaded and compiling a method's schema at that method's first call, not at start: an idle
  * daemon is called a few methods only, and Ajv with every compiled validator was ≈1 MiB of its
- * heap (BENCHMARKS.md "daemon"). Ajv is CommonJS, so a synchronous require does it.
+ * heap (docs/perf-notes.md, daemon). Ajv is CommonJS, so a synchronous require does it.
  */
 let ajv: Ajv | null = null;
 function compile(schema: TSchema): Check {

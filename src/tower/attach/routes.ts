@@ -1,4 +1,4 @@
-// The attach proxy (DESIGN §3): viewers open GET /api/attach-ws (Bearer, or a single-use
+// The attach proxy (docs/attach.md): viewers open GET /api/attach-ws (Bearer, or a single-use
 // ticket from POST /api/attach-tickets for browsers, with Origin checked); the tower
 // authorizes, sends a signed attach.open on the node's control channel and waits for the node
 // to dial back GET /nodes/attach/{stream_id}; then it pipes the two sockets (pipe.ts). Every

@@ -1,4 +1,4 @@
-// Mesh task transitions (DESIGN §3 Mesh tasks), shared by the REST routes and /mcp/call.
+// Mesh task transitions (docs/mesh.md), shared by the REST routes and /mcp/call.
 // Every transition is one write with its `matrix` event. State checks are part of each
 // UPDATE (compare-and-set on state and lease), so two replicas racing on one task cannot both
 // win: on PostgreSQL the loser's UPDATE re-reads the committed row and matches nothing.

@@ -1,4 +1,4 @@
-// The tower's end of node control channels (GET /nodes/connect, DESIGN §1/§3): one WebSocket
+// The tower's end of node control channels (GET /nodes/connect, docs/architecture.md): one WebSocket
 // per connected svcd, opened with the node JWT. The node says hello (version, attach secret,
 // running agents); the tower answers welcome, then uses the channel for task_ready,
 // task_cancelled, attach.open and node.request (answered by node.response). Both sides ping every HEARTBEAT_MS; a channel silent for
@@ -6,7 +6,7 @@
 //
 // Presence is per replica: a node is connected to one replica at a time, so messages for it
 // are sent by the replica holding its channel; others do not see it. Work never depends on
-// task_ready arriving: workers also poll (DESIGN §4 Task worker).
+// task_ready arriving: workers also poll (docs/worker.md).
 
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';

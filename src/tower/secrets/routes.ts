@@ -1,4 +1,4 @@
-// HTTP routes of secrets (DESIGN §3): operators set, list, grant and revoke (values are
+// HTTP routes of secrets (docs/secrets.md): operators set, list, grant and revoke (values are
 // write-only), nodes fetch on behalf of an enrolled agent, admins rotate the master key.
 // Every fetch, granted or refused, is audited as a `matrix` event without the value.
 import { Type } from '@sinclair/typebox';

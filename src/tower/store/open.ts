@@ -53,7 +53,7 @@ export interface OpenStoreOptions {
  * empty claim), and the completion of several tasks, whose generic plan is costed for 100
  * array elements, on every execution. These statements' plans do not depend on the values
  * (primary-key lookups, the pending index in its order: their generic plans are in
- * BENCHMARKS.md, queue notes). The Kysely-built queries stay on the main pool: some need
+ * docs/perf-notes.md, queue). The Kysely-built queries stay on the main pool: some need
  * their values to choose a partial index. In bench/queue (16 claimers, batches of 100) this
  * took PostgreSQL's CPU per task from 42.5 to 35.5 µs.
  *
