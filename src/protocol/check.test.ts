@@ -1,8 +1,9 @@
 // protocol/check.ts must judge every message exactly as Ajv judges it, for each schema it is
 // used with: arbitrary JSON values, and valid messages with one field replaced by anything.
-import Ajv from 'ajv';
+import AjvModule from 'ajv';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ErrorFrameSchema, ExitFrameSchema, ResizeFrameSchema } from './attach.js';
 import { compileCheck } from './check.js';
 import { ControlEnvelope, NODE_TO_TOWER, TOWER_TO_NODE } from './control.js';
 import { JsonRpcBatch, JsonRpcRequest } from './mgmt.js';
@@ -36,6 +37,9 @@ const valid: Record<string, unknown> = {
   request: { jsonrpc: '2.0', id: 1, method: 'daemon.status', params: {} },
   batch: [{ jsonrpc: '2.0', id: 1, method: 'daemon.status' }],
   extra: { a: ['x', 'y'], b: 'abc', r: { k: 1 } },
+  resize: { type: 'resize', cols: 80, rows: 24 },
+  exit: { type: 'exit', code: 0, signal: null },
+  error: { type: 'error', code: 'unavailable', message: 'x' },
 };
 
 const schemas: Record<string, TSchema> = {
@@ -44,6 +48,9 @@ const schemas: Record<string, TSchema> = {
   envelope: ControlEnvelope,
   request: JsonRpcRequest,
   batch: JsonRpcBatch,
+  resize: ResizeFrameSchema,
+  exit: ExitFrameSchema,
+  error: ErrorFrameSchema,
   // Keywords the protocol uses elsewhere: uniqueItems, patternProperties, minLength in code points.
   extra: Type.Object(
     {
@@ -55,6 +62,7 @@ const schemas: Record<string, TSchema> = {
   ),
 };
 
+const Ajv = AjvModule.default ?? AjvModule;
 const ajv = new Ajv({ strict: false, allErrors: false });
 
 /** A valid message with one field (at any depth) replaced by an arbitrary value. */

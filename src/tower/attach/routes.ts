@@ -14,6 +14,8 @@ import {
   AttachTicketRequest,
   closeCodeOf,
   DIAL_BACK_TIMEOUT_MS,
+  decodeServerFrame,
+  decodeViewerFrame,
   type ErrorFrame,
   NODE_ATTACH_PREFIX,
   parseSizeQuery,
@@ -173,6 +175,9 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
       }
       if (!node || !agent)
         throw new SvcError('bad_request', 'give node and agent: /api/attach-ws?node=N&agent=A');
+      // attach.open carries the agent id: what the node would refuse never goes out.
+      if (node.length > 200 || agent.length > 200)
+        throw new SvcError('bad_request', 'node and agent ids are at most 200 characters');
       const principal = await ctx.auth.fromHeader(header || undefined);
       await authorize(principal, node, agent, readOnly);
       if (!ctx.nodes.isOnline(node)) {
@@ -272,6 +277,21 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
             message: `the node's side of the stream ended abnormally (WebSocket close ${code}${reason ? `: ${reason}` : ''}); attach again`,
           };
           return JSON.stringify(f);
+        },
+        {
+          a: (text) => {
+            const d = decodeViewerFrame(text);
+            return d.ok === false ? d.why : null;
+          },
+          b: (text) => {
+            const d = decodeServerFrame(text);
+            return d.ok === false ? d.why : null;
+          },
+          onInvalid: (side, why) =>
+            log.warn(
+              { stream: streamId, node, agent, from: side === 'a' ? 'viewer' : 'node', why },
+              'attach stream closed: invalid frame',
+            ),
         },
       );
     }

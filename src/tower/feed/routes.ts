@@ -300,8 +300,16 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
           unwatch();
           sub?.close();
         });
-        // Clients send nothing; anything they send is ignored (the stream is one-way).
-        socket.on('message', () => {});
+        // The stream is one-way: a client that sends anything is not speaking this protocol,
+        // and its stream ends (1008) with a log line.
+        socket.on('message', () => {
+          if (closed) return;
+          ctx.log.warn(
+            { component: 'feed', principal: principal.id },
+            'feed stream closed: the client sent a message',
+          );
+          finish(1008, 'this stream takes no messages');
+        });
         const onShutdown = () => finish(1001, 'tower shutting down');
         ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
         socket.on('close', () => ctx.shutdown.removeEventListener('abort', onShutdown));
