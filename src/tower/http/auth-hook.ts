@@ -3,7 +3,7 @@
 // scope fails at registration, so nothing is public by accident.
 import type { FastifyInstance } from 'fastify';
 import { SvcError } from '../../protocol/errors.js';
-import { hasScope } from '../auth/principal.js';
+import { hasScope, isUnrestrictedAdmin } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import { sendProblem } from './problem.js';
 
@@ -24,6 +24,12 @@ export function installAuth(app: FastifyInstance, ctx: TowerContext): void {
       throw new SvcError(
         'forbidden',
         `this route needs the "${scope}" scope; the credential has ${principal.scopes.join(', ') || 'none'}`,
+      );
+    }
+    if (req.routeOptions.config?.towerWide && !isUnrestrictedAdmin(principal)) {
+      throw new SvcError(
+        'forbidden',
+        `this route is tower-wide administration: it needs an admin credential for every domain (this one is limited to ${principal.domains?.join(', ') || 'no domain'})`,
       );
     }
     req.principal = principal;
