@@ -10,6 +10,7 @@ import type { Logger } from '../lib/log.js';
 import { Signal } from '../lib/signal.js';
 import { attachRoutes } from './attach/routes.js';
 import { Authenticator } from './auth/authenticate.js';
+import { CredentialWatch } from './auth/credential-watch.js';
 import { createOidcVerifier, type OidcOptions } from './auth/oidc.js';
 import { authRoutes } from './auth/routes.js';
 import { SigningKeys } from './auth/signing-keys.js';
@@ -104,6 +105,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     });
     const shutdown = new AbortController();
     const nodes = new ControlHub(clock);
+    const credentials = new CredentialWatch({ auth, clock, log });
     const ctx: TowerContext = {
       nodes,
       clock,
@@ -113,6 +115,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       write,
       eventsCommitted,
       auth,
+      credentials,
       keys,
       rateLimiter: new RateLimiter(opts.rateLimit ?? DEFAULT_RATE_LIMIT),
       shutdown: shutdown.signal,
@@ -192,6 +195,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       stop() {
         stopping ??= (async () => {
           shutdown.abort();
+          credentials.stop();
           nodes.closeAll();
           await stopFeed();
           for (const sock of upgraded) sock.destroy();

@@ -25,8 +25,8 @@ import { attachSignature } from '../../protocol/attach-signature.js';
 import { type ErrorCode, isSvcError, SvcError } from '../../protocol/errors.js';
 import { canSeeDomain, hasScope, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
-import { StreamWatch } from '../feed/stream-watch.js';
 import type { TowerPlugin } from '../http/app.js';
+import { credentialHeader } from '../http/auth-hook.js';
 import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
 import { pipeSockets } from './pipe.js';
 
@@ -48,7 +48,8 @@ interface Ticket {
 interface PendingStream {
   nodeId: string;
   viewer: WebSocket;
-  arrived(node: WebSocket): void;
+  /** The node dialled back, with this credential (re-checked while the stream lives). */
+  arrived(node: WebSocket, header: string): void;
 }
 
 const MAX_TICKETS = 10_000;
@@ -59,8 +60,7 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
     const agents = opts.agents ?? agentsTableLookup;
     const tickets = new Map<string, Ticket>();
     const pending = new Map<string, PendingStream>();
-    const watch = new StreamWatch({ auth: ctx.auth, clock: ctx.clock, log: ctx.log });
-    app.addHook('onClose', async () => watch.stop());
+    const watch = ctx.credentials;
     const hash = (t: string) => createHash('sha256').update(t).digest('hex');
 
     /** May this principal attach to the agent on the node? Throws the refusal. */
@@ -198,6 +198,7 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         read_only: readOnly,
         ts: ctx.clock.now(),
       };
+      let nodeHeader = '';
       const nodeSocket = await new Promise<WebSocket | null>((resolve) => {
         const timer = ctx.clock.setTimeout(() => {
           pending.delete(streamId);
@@ -206,9 +207,10 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         pending.set(streamId, {
           nodeId: node,
           viewer,
-          arrived: (ws) => {
+          arrived: (ws, h) => {
             timer.cancel();
             pending.delete(streamId);
+            nodeHeader = h;
             resolve(ws);
           },
         });
@@ -241,13 +243,29 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         );
       }
       const started = ctx.clock.now();
-      const unwatch = watch.add(header, {
-        keepalive: () => {},
+      // Both credentials are re-checked while the stream lives: the viewer's, and the node's
+      // (a node re-registered, or whose signing key was retired, loses its streams too).
+      const unwatchViewer = watch.add(header, {
         end: (why) => {
           refuse(viewer, 'unauthenticated', why);
           nodeSocket.close(1000, 'viewer credential ended');
         },
       });
+      const unwatchNode = watch.add(nodeHeader, {
+        end: (why) => {
+          log.info({ stream: streamId, node, why }, "attach stream closed: the node's credential ended");
+          refuse(
+            viewer,
+            'unavailable',
+            "the node's credential is no longer valid; attach again once it reconnects",
+          );
+          nodeSocket.close(1008, why.slice(0, 120));
+        },
+      });
+      const unwatch = () => {
+        unwatchViewer();
+        unwatchNode();
+      };
       const onShutdown = () => {
         refuse(viewer, 'unavailable', 'the tower is shutting down; attach again');
         nodeSocket.close(1001, 'tower shutting down');
@@ -307,7 +325,7 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
           return;
         }
         socket.pause();
-        p.arrived(socket);
+        p.arrived(socket, credentialHeader(req));
       },
     );
   };

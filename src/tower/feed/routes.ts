@@ -15,7 +15,6 @@ import type { TowerPlugin } from '../http/app.js';
 import { FrameCache, httpChunk } from './frames.js';
 import type { FeedFilter, FeedHub, ResetInfo, Subscription } from './hub.js';
 import { FeedStats } from './stats.js';
-import { StreamWatch } from './stream-watch.js';
 
 /** Bytes a consumer may leave unread before it is cut off (it resumes by id). */
 export const STREAM_BUFFER_LIMIT = 1024 * 1024;
@@ -105,8 +104,7 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
     });
     // Every open stream listens for shutdown: thousands of listeners are expected, not a leak.
     setMaxListeners(0, ctx.shutdown);
-    const watch = new StreamWatch({ auth: ctx.auth, clock: ctx.clock, log: ctx.log });
-    app.addHook('onClose', async () => watch.stop());
+    const watch = ctx.credentials;
     // This registration serves every WebSocket route of the tower (feed, node control channel,
     // attach): attach senders split terminal bytes to fit (protocol/attach.ts).
     await app.register(websocket, {

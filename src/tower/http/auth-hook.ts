@@ -1,7 +1,7 @@
 // Authenticates every request against its route's declared scope, then applies the
 // per-principal rate limit and sets RateLimit-* headers. A route that forgets to declare a
 // scope fails at registration, so nothing is public by accident.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { SvcError } from '../../protocol/errors.js';
 import { hasScope, isUnrestrictedAdmin } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
@@ -18,7 +18,7 @@ export function installAuth(app: FastifyInstance, ctx: TowerContext): void {
   app.addHook('onRequest', async (req, reply) => {
     const scope = req.routeOptions.config?.scope;
     if (scope === undefined || scope === 'public') return;
-    const header = req.headers.authorization ?? queryToken(req.url);
+    const header = credentialHeader(req);
     const principal = await ctx.auth.fromHeader(header);
     if (!hasScope(principal, scope)) {
       throw new SvcError(
@@ -52,6 +52,14 @@ export function installAuth(app: FastifyInstance, ctx: TowerContext): void {
       );
     }
   });
+}
+
+/**
+ * The credential a request was made with, as an Authorization header value ('' for none):
+ * what long-lived connections hand the credential watch to re-check.
+ */
+export function credentialHeader(req: FastifyRequest): string {
+  return req.headers.authorization ?? queryToken(req.url) ?? '';
 }
 
 /**

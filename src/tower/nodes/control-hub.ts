@@ -28,6 +28,7 @@ import {
 import { type ErrorCode, isErrorCode, SvcError } from '../../protocol/errors.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
+import { credentialHeader } from '../http/auth-hook.js';
 import { makeAjv } from '../http/validation.js';
 
 interface Channel {
@@ -202,6 +203,14 @@ export function controlRoutes(hub: ControlHub): TowerPlugin {
       }
       let channel: Channel | null = null;
       let timer: TimerHandle | null = null;
+      // The channel lives only as long as its credential: a node re-registered (JWT rotated),
+      // a signing key retired, on any replica, closes it at the next re-check.
+      const unwatch = ctx.credentials.add(credentialHeader(req), {
+        end: (why) => {
+          log.info({ node: nodeId, why }, "control channel closed: the node's credential ended");
+          socket.close(CLOSE_POLICY, why.slice(0, 120));
+        },
+      });
       let lastSeen = ctx.clock.now();
       const seen = () => {
         lastSeen = ctx.clock.now();
@@ -260,6 +269,7 @@ export function controlRoutes(hub: ControlHub): TowerPlugin {
         else if (m.type === 'hello') bad('hello was already sent on this channel');
       });
       socket.on('close', () => {
+        unwatch();
         timer?.cancel();
         if (channel && hub.unregister(channel)) {
           log.info({ node: nodeId }, 'node disconnected');
