@@ -35,7 +35,7 @@ export function isUnrestrictedAdmin(p: Principal): boolean {
 /** True when every domain of `domains` (null: all) is one `p` may see. */
 export function coversDomains(p: Principal, domains: readonly string[] | null): boolean {
   if (p.domains === null) return true;
-  return domains !== null && domains.every((d) => canSeeDomain(p, d));
+  return domains?.every((d) => canSeeDomain(p, d)) ?? false;
 }
 
 /**
