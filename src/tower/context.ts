@@ -36,6 +36,11 @@ export interface TowerContext {
   credentials: CredentialWatch;
   keys: SigningKeys;
   rateLimiter: RateLimiter;
+  /**
+   * Failed authentications per client address: once an address has spent its window, its
+   * requests are refused (429) before any credential is looked up (http/auth-hook.ts).
+   */
+  authFailures: RateLimiter;
   /** Node control channels connected to this replica: send messages, presence, attach secrets. */
   nodes: ControlHub;
   /** Aborted when the tower begins shutting down: long-lived streams end on it. */

@@ -46,6 +46,8 @@ export interface TowerOptions {
   oidc?: OidcOptions;
   /** Requests per window per principal; 0 disables. */
   rateLimit?: { limit: number; windowMs: number };
+  /** Failed authentications per window per client address, checked before authentication; 0 disables. */
+  authFailureLimit?: { limit: number; windowMs: number };
   eventRetentionMs?: number;
   /** Per-message deflate on /events/ws for clients that ask (default off). */
   wsCompression?: boolean;
@@ -71,6 +73,8 @@ export interface Tower {
 }
 
 export const DEFAULT_RATE_LIMIT = { limit: 6000, windowMs: 60_000 };
+/** 2 a second sustained: a person mistyping a token never meets it, a guesser is slowed 10 000×. */
+export const DEFAULT_AUTH_FAILURE_LIMIT = { limit: 120, windowMs: 60_000 };
 
 export async function createTower(opts: TowerOptions): Promise<Tower> {
   const clock = opts.clock ?? systemClock;
@@ -118,6 +122,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       credentials,
       keys,
       rateLimiter: new RateLimiter(opts.rateLimit ?? DEFAULT_RATE_LIMIT),
+      authFailures: new RateLimiter(opts.authFailureLimit ?? DEFAULT_AUTH_FAILURE_LIMIT),
       shutdown: shutdown.signal,
     };
     const adminFile = join(opts.dataDir, 'admin.token');

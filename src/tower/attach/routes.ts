@@ -26,7 +26,7 @@ import { type ErrorCode, isSvcError, SvcError } from '../../protocol/errors.js';
 import { canSeeDomain, hasScope, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
-import { credentialHeader } from '../http/auth-hook.js';
+import { addressRefusal, countAuthFailure, credentialHeader } from '../http/auth-hook.js';
 import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
 import { pipeSockets } from './pipe.js';
 
@@ -134,7 +134,12 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
       (socket, req) => {
         // Frames the viewer sends before the node is there wait in the socket.
         socket.pause();
+        // This route authenticates itself (tickets): the address limit applies here as in
+        // the auth hook, before any credential is looked up.
+        const limited = addressRefusal(ctx, req.ip);
+        if (limited) return refuse(socket, limited.code, limited.message);
         void openStream(socket, req).catch((e: unknown) => {
+          countAuthFailure(ctx, req.ip, e);
           const err = isSvcError(e) ? e : new SvcError('internal', 'attach failed');
           if (!isSvcError(e)) log.error({ err: e }, 'attach failed');
           refuse(socket, err.code, err.message);

@@ -60,7 +60,12 @@ export class Authenticator {
     if (cached && now - cached.at < this.cacheMs) {
       principal = cached.principal;
     } else {
-      principal = await this.lookup(credential, opts.fresh === true);
+      try {
+        principal = await this.lookup(credential, opts.fresh === true);
+      } catch (e) {
+        this.cache.delete(credential);
+        throw e;
+      }
       if (this.cache.size > 10_000) this.cache.clear();
       this.cache.set(credential, { principal, at: now });
     }
@@ -69,6 +74,16 @@ export class Authenticator {
       throw new SvcError('unauthenticated', 'credential expired: create a new token');
     }
     return principal;
+  }
+
+  /**
+   * True when `header` carries a credential this replica authenticated before (it is in the
+   * cache, however old): such a request is not a guess, and an address over its failure limit
+   * still lets it through to authentication (http/auth-hook.ts).
+   */
+  knownCredential(header: string): boolean {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    return m?.[1] !== undefined && this.cache.has(m[1]);
   }
 
   /** Forgets cached lookups, e.g. right after this replica revoked a token. */

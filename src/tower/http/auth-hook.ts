@@ -1,9 +1,11 @@
 // Authenticates every request against its route's declared scope, then applies the
-// per-principal rate limit and sets RateLimit-* headers. A route that forgets to declare a
-// scope fails at registration, so nothing is public by accident.
+// per-principal rate limit and sets RateLimit-* headers. Before authentication, a client
+// address that has failed to authenticate too often this window is refused (429), so guessing
+// credentials costs time and the store no lookups. A route that forgets to declare a scope
+// fails at registration, so nothing is public by accident.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { SvcError } from '../../protocol/errors.js';
-import { hasScope, isUnrestrictedAdmin } from '../auth/principal.js';
+import { isSvcError, SvcError } from '../../protocol/errors.js';
+import { hasScope, isUnrestrictedAdmin, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import { sendProblem } from './problem.js';
 
@@ -19,7 +21,17 @@ export function installAuth(app: FastifyInstance, ctx: TowerContext): void {
     const scope = req.routeOptions.config?.scope;
     if (scope === undefined || scope === 'public') return;
     const header = credentialHeader(req);
-    const principal = await ctx.auth.fromHeader(header);
+    // A credential this replica already knows is not a guess: it passes even from an address
+    // that others used up (another local user must not lock out the node on this machine).
+    const refused = ctx.auth.knownCredential(header) ? null : addressRefusal(ctx, req.ip);
+    if (refused) return sendProblem(reply, refused);
+    let principal: Principal;
+    try {
+      principal = await ctx.auth.fromHeader(header);
+    } catch (e) {
+      countAuthFailure(ctx, req.ip, e);
+      throw e;
+    }
     if (!hasScope(principal, scope)) {
       throw new SvcError(
         'forbidden',
@@ -52,6 +64,25 @@ export function installAuth(app: FastifyInstance, ctx: TowerContext): void {
       );
     }
   });
+}
+
+/** The 429 for an address whose failed authentications used up this window, or null. */
+export function addressRefusal(ctx: TowerContext, address: string): SvcError | null {
+  if (!ctx.authFailures.enabled) return null;
+  const now = ctx.clock.now();
+  const d = ctx.authFailures.peek(address, now);
+  if (d.remaining > 0) return null;
+  const retryAfter = Math.max(1, Math.ceil((d.resetAt - now) / 1000));
+  return new SvcError(
+    'rate_limited',
+    `too many failed authentications from ${address} (limit ${d.limit}); retry in ${retryAfter} s`,
+    { retryAfter },
+  );
+}
+
+/** Counts a failed authentication against the client address (other errors do not count). */
+export function countAuthFailure(ctx: TowerContext, address: string, e: unknown): void {
+  if (isSvcError(e) && e.code === 'unauthenticated') ctx.authFailures.take(address, ctx.clock.now());
 }
 
 /**
