@@ -35,9 +35,16 @@ export function nodeFileForWrite(env: NodeJS.ProcessEnv, home: string): string {
 
 const REGISTER_HINT = 'run "svc agent node register --hostname <hostname>" first';
 
-/** Reads the identity file; refuses one that other users can read (it holds the node JWT). */
-export async function readNodeIdentity(file: string): Promise<NodeIdentity> {
-  refuseSharedFiles([file], 'The node identity file (it holds the node credential)');
+/**
+ * Reads the identity file; refuses one that other users can read (it holds the node JWT),
+ * unless `shared: 'report'` (svc system doctor reads it to report that itself).
+ */
+export async function readNodeIdentity(
+  file: string,
+  opts: { shared?: 'refuse' | 'report' } = {},
+): Promise<NodeIdentity> {
+  if (opts.shared !== 'report')
+    refuseSharedFiles([file], 'The node identity file (it holds the node credential)');
   let text: string;
   try {
     text = await readFile(file, 'utf8');
