@@ -138,7 +138,7 @@ export function registerDaemonCommands(daemon: Command, deps: CommandDeps): void
     if (flag) return flag;
     const env = deps.io.env;
     if (env.SVC_BASE_URL) return env.SVC_BASE_URL;
-    const id = await readNodeIdentity(nodeFileForRead(env, home())).catch(() => null);
+    const id = await readNodeIdentity(nodeFileForRead(env, home()), { shared: 'report' }).catch(() => null);
     return id?.backend_url ?? DEFAULT_BASE_URL;
   }
 

@@ -13,6 +13,7 @@ import { randomBytes } from '../../lib/random.js';
 import {
   type AttachListResult,
   closeCodeOf,
+  decodeViewerFrame,
   type ErrorFrame,
   LOCAL_ATTACH_PATH,
   NODE_ATTACH_PREFIX,
@@ -180,7 +181,20 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
     );
     if (v.closed) return;
     publish('attach_opened', agentId, v);
-    ws.on('message', (data, isBinary) => s.fromViewer(v, toBuffer(data), isBinary));
+    ws.on('message', (data, isBinary) => {
+      const buf = toBuffer(data);
+      if (!isBinary) {
+        // Decode before touching: a text frame that is not a control message ends this viewer.
+        const d = decodeViewerFrame(buf.toString('utf8'));
+        if (d.ok === false) {
+          log.warn({ agent: agentId, viewer: v.id, why: d.why }, 'viewer closed: invalid frame');
+          ws.close(1008, d.why.slice(0, 120));
+          return;
+        }
+        if (d.ok === 'skip') return;
+      }
+      s.fromViewer(v, buf, isBinary);
+    });
     ws.on('close', () => s.detach(v));
     ws.on('error', () => ws.terminate());
   }

@@ -107,6 +107,25 @@ export class MeshService {
     return row;
   }
 
+  /**
+   * A lease belongs to the node of the agent that claimed it: a node reporting on a task one
+   * of its own agents does not hold is refused (operators' credentials are not nodes).
+   */
+  private async checkLeaseOwner(db: Tx['db'], p: Principal, row: MeshTaskRow): Promise<void> {
+    if (p.nodeId === undefined || row.claimed_by === null) return;
+    const agent = await db
+      .selectFrom('agents')
+      .select('node_id')
+      .where('id', '=', row.claimed_by)
+      .executeTakeFirst();
+    if (agent?.node_id !== p.nodeId) {
+      throw new SvcError(
+        'forbidden',
+        `mesh task ${row.id} is leased to an agent of another node: only that node may report on it`,
+      );
+    }
+  }
+
   async get(p: Principal, taskId: string): Promise<MeshTask> {
     return taskOf(await this.load(this.ctx.store.db as unknown as Tx['db'], p, taskId));
   }
@@ -380,6 +399,7 @@ export class MeshService {
           `lease ${leaseId} is not the current lease of mesh task ${taskId} (state ${row.state}): the task was reclaimed, cancelled or finished`,
         );
       }
+      await this.checkLeaseOwner(tx.db, p, row);
       checkNotExpired(row, tx.now);
       await this.lockParent(tx, row);
       const set = change(row, tx);
@@ -444,6 +464,7 @@ export class MeshService {
       if (row.lease_id !== leaseId || !['claimed', 'running'].includes(row.state)) {
         throw new SvcError('stale_lease', `lease ${leaseId} is not the current lease of mesh task ${taskId}`);
       }
+      await this.checkLeaseOwner(tx.db, p, row);
       checkNotExpired(row, tx.now);
       tx.emit({
         type: 'progress',

@@ -86,11 +86,11 @@ export function secretRoutes(opts: SecretRoutesOptions = {}): TowerPlugin {
       ...(opts.masterKey !== undefined ? { masterKey: opts.masterKey } : {}),
     });
     registerSecretRoutes(app, ctx, mk, opts.agents ?? agentsTableLookup);
-    app.get('/admin/master-key', { config: { scope: 'admin' } }, async (req) => {
+    app.get('/admin/master-key', { config: { scope: 'admin', towerWide: true } }, async (req) => {
       requireGlobalAdmin(req.principal);
       return masterKeyStatus(ctx.store.db, mk);
     });
-    app.post('/admin/master-key/rotate', { config: { scope: 'admin' } }, async (req) => {
+    app.post('/admin/master-key/rotate', { config: { scope: 'admin', towerWide: true } }, async (req) => {
       requireGlobalAdmin(req.principal);
       return rotateMasterKey(keyDeps, mk);
     });
