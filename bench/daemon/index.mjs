@@ -11,7 +11,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { MgmtClient } from '../../dist/cli/mgmt-client.js';
 import { SVCD_NODE_FLAGS } from '../../dist/cli/svcd-launch.js';
-import { machine, median, ROOT, today, writeSection } from '../lib/report.mjs';
+import { machine, median, met, ROOT, today, writeSection } from '../lib/report.mjs';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 300);
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 20);
@@ -282,13 +282,25 @@ try {
   ];
   const svcdN = r.rows.find((x) => x.name === 'svcd' && x.agents === AGENTS);
   const pm2N = r.rows.find((x) => x.name.startsWith('pm2') && x.agents === AGENTS);
-  const met = (ok) => (ok ? 'met' : 'NOT met');
+  const said = (ok) => (ok ? 'met' : 'NOT met');
+  const ussRatio = svcdN.ussMedian / pm2N.ussMedian;
   const rssRatio = svcdN.rssMedian / pm2N.rssMedian;
+  const ussOk = svcdN.ussMedian < pm2N.ussMedian;
+  const rssOk = rssRatio <= TARGET_RSS_RATIO;
+  const cpuOk = svcdN.cpuPct < TARGET_CPU_PCT;
   const verdict = [
     `svcd with ${AGENTS} agents vs pm2 with ${AGENTS}, medians: ` +
-      `USS ${f1(svcdN.ussMedian)} vs ${f1(pm2N.ussMedian)} MiB, ${f2(svcdN.ussMedian / pm2N.ussMedian)}× (target below pm2's: ${met(svcdN.ussMedian < pm2N.ussMedian)}); ` +
-      `RSS ${f1(svcdN.rssMedian)} vs ${f1(pm2N.rssMedian)} MiB, ${f2(rssRatio)}× (target within 10 %: ${met(rssRatio <= TARGET_RSS_RATIO)}); ` +
-      `CPU ${f3(svcdN.cpuPct)} vs ${f3(pm2N.cpuPct)} % (target < ${TARGET_CPU_PCT} %: ${met(svcdN.cpuPct < TARGET_CPU_PCT)}).`,
+      `USS ${f1(svcdN.ussMedian)} vs ${f1(pm2N.ussMedian)} MiB, ${f2(ussRatio)}× (target below pm2's: ${said(ussOk)}); ` +
+      `RSS ${f1(svcdN.rssMedian)} vs ${f1(pm2N.rssMedian)} MiB, ${f2(rssRatio)}× (target within 10 %: ${said(rssOk)}); ` +
+      `CPU ${f3(svcdN.cpuPct)} vs ${f3(pm2N.cpuPct)} % (target < ${TARGET_CPU_PCT} %: ${said(cpuOk)}).`,
+  ];
+  const rows = [
+    {
+      peer: 'pm2 6 daemon',
+      target: `svcd with ${AGENTS} agents: USS below pm2's, RSS within 10 % of pm2's, CPU < ${TARGET_CPU_PCT} % of a core`,
+      result: `USS ${f1(svcdN.ussMedian)} MiB (pm2 ${f1(pm2N.ussMedian)}: ${f2(ussRatio)}x), RSS ${f1(svcdN.rssMedian)} MiB (pm2 ${f1(pm2N.rssMedian)}: ${f2(rssRatio)}x), CPU ${f3(svcdN.cpuPct)} % (pm2 ${f3(pm2N.cpuPct)} %)`,
+      met: met(ussOk && rssOk && cpuOk),
+    },
   ];
   console.log(table.join('\n'));
   console.log(loadText);
@@ -319,6 +331,7 @@ ${table.join('\n')}
 
 ${verdict.join('\n')}
 `,
+    rows,
   );
 } finally {
   for (const c of cleanup) await c().catch(() => {});

@@ -1,9 +1,10 @@
-// The node identity file (DESIGN §4): {node_id, hostname, backend_url, jwt}, mode 0600.
+// The node identity file (docs/operator-guide.md, 3): {node_id, hostname, backend_url, jwt}, mode 0600.
 // Where it lives: SVC_NODE_FILE if set; else /etc/svc/node.json when it exists or /etc/svc is
 // writable; else $SVC_HOME/node.json.
 import { accessSync, constants, existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { refuseSharedFiles } from '../lib/private-files.js';
 import { SvcError } from '../protocol/errors.js';
 import type { NodeIdentity } from '../protocol/nodes.js';
 
@@ -34,7 +35,16 @@ export function nodeFileForWrite(env: NodeJS.ProcessEnv, home: string): string {
 
 const REGISTER_HINT = 'run "svc agent node register --hostname <hostname>" first';
 
-export async function readNodeIdentity(file: string): Promise<NodeIdentity> {
+/**
+ * Reads the identity file; refuses one that other users can read (it holds the node JWT),
+ * unless `shared: 'report'` (svc system doctor reads it to report that itself).
+ */
+export async function readNodeIdentity(
+  file: string,
+  opts: { shared?: 'refuse' | 'report' } = {},
+): Promise<NodeIdentity> {
+  if (opts.shared !== 'report')
+    refuseSharedFiles([file], 'The node identity file (it holds the node credential)');
   let text: string;
   try {
     text = await readFile(file, 'utf8');

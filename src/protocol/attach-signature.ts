@@ -1,4 +1,4 @@
-// The signature of attach.open (DESIGN §3 Attach proxy): the tower signs it with the node's
+// The signature of attach.open (docs/architecture.md, An attach): the tower signs it with the node's
 // attach secret, svcd checks it before dialling back.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { ATTACH_OPEN_MAX_AGE_MS } from './attach.js';

@@ -30,7 +30,7 @@ describe('svc daemon up / down / install-unit', () => {
     tmp.remove();
   });
 
-  it('writes the user unit of seed §1 and says how to enable it', async () => {
+  it('writes the user unit of the operator guide and says how to enable it', async () => {
     cli = { ...env, XDG_CONFIG_HOME: join(tmp.dir, 'config') };
     const r = await svc('--json', 'daemon', 'install-unit', '--backend-url', 'http://127.0.0.1:9999');
     expect(r.code).toBe(0);

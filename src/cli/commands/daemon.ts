@@ -1,7 +1,7 @@
 // `svc daemon …`: the local svcd. `status` asks mgmt.sock; `up` starts svcd in the background
 // (the systemd user unit when a user bus exists, else a detached process with a pid file and a
 // log file) and waits until mgmt.sock answers; `down` stops it; `install-unit` writes the user
-// unit of seed §1 (docs/operator-guide.md).
+// unit (docs/operator-guide.md, 6).
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, openSync, readFileSync } from 'node:fs';
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -79,7 +79,7 @@ export function unitDir(env: NodeJS.ProcessEnv): string {
 }
 
 /**
- * The user unit of seed §1: svcd run --backend-url URL, restarted on failure after 5 s, its
+ * The user unit (docs/operator-guide.md, 6): svcd run --backend-url URL, restarted on failure after 5 s, its
  * environment from the svcd.env file in the user's .svc directory, after the network is
  * online, wanted by the default target.
  */
@@ -138,7 +138,7 @@ export function registerDaemonCommands(daemon: Command, deps: CommandDeps): void
     if (flag) return flag;
     const env = deps.io.env;
     if (env.SVC_BASE_URL) return env.SVC_BASE_URL;
-    const id = await readNodeIdentity(nodeFileForRead(env, home())).catch(() => null);
+    const id = await readNodeIdentity(nodeFileForRead(env, home()), { shared: 'report' }).catch(() => null);
     return id?.backend_url ?? DEFAULT_BASE_URL;
   }
 

@@ -41,6 +41,7 @@ interface ServeFlags {
   oidcDomainsClaim?: string;
   oidcJwksCooldown?: string;
   rateLimit?: string;
+  authFailureLimit?: string;
   eventRetention?: string;
   wsCompression?: boolean;
   logLevel: string;
@@ -62,6 +63,11 @@ export function registerTower(program: Command, deps: CommandDeps): void {
     .option('--oidc-domains-claim <name>', 'claim listing the domains of an OIDC user', 'svc_domains')
     .option('--oidc-jwks-cooldown <duration>', 'minimum time between JWKS refetches', '30s')
     .option('--rate-limit <n[/window]>', 'requests per principal per window (0 = off)', '6000/1m')
+    .option(
+      '--auth-failure-limit <n[/window]>',
+      'failed authentications per client address per window; past it the address gets 429 before any credential is checked (0 = off)',
+      '120/1m',
+    )
     .option('--event-retention <duration>', 'how long feed events are kept', '7d')
     .option(
       '--ws-compression',
@@ -106,6 +112,7 @@ export function registerTower(program: Command, deps: CommandDeps): void {
             }
           : {}),
         rateLimit: parseRateLimit(flags.rateLimit ?? '6000/1m'),
+        authFailureLimit: parseRateLimit(flags.authFailureLimit ?? '120/1m'),
         eventRetentionMs: parseDuration(flags.eventRetention ?? '7d'),
         wsCompression: flags.wsCompression === true,
       });

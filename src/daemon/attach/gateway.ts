@@ -1,4 +1,4 @@
-// The attach gateway (DESIGN §3 Attach proxy, §4): one TerminalSession per running PTY agent
+// The attach gateway (docs/attach.md): one TerminalSession per running PTY agent
 // (or per mux_hosted agent with viewers: a tmux client on its session, tmux-client.ts),
 // viewers from svcd.sock (local, WebSocket over the unix socket) and from the tower (on a
 // signed attach.open the node dials back /nodes/attach/{stream_id}). Every viewer open and
@@ -14,6 +14,7 @@ import type { WebSocket, WebSocketServer } from 'ws';
 import {
   type AttachListResult,
   closeCodeOf,
+  decodeViewerFrame,
   type ErrorFrame,
   LOCAL_ATTACH_PATH,
   NODE_ATTACH_PREFIX,
@@ -181,7 +182,20 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
     );
     if (v.closed) return;
     publish('attach_opened', agentId, v);
-    ws.on('message', (data, isBinary) => s.fromViewer(v, toBuffer(data), isBinary));
+    ws.on('message', (data, isBinary) => {
+      const buf = toBuffer(data);
+      if (!isBinary) {
+        // Decode before touching: a text frame that is not a control message ends this viewer.
+        const d = decodeViewerFrame(buf.toString('utf8'));
+        if (d.ok === false) {
+          log.warn({ agent: agentId, viewer: v.id, why: d.why }, 'viewer closed: invalid frame');
+          ws.close(1008, d.why.slice(0, 120));
+          return;
+        }
+        if (d.ok === 'skip') return;
+      }
+      s.fromViewer(v, buf, isBinary);
+    });
     ws.on('close', () => s.detach(v));
     ws.on('error', () => ws.terminate());
   }
