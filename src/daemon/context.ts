@@ -123,12 +123,3 @@ export interface DaemonContext {
   /** Aborted when the daemon begins shutting down. */
   shutdown: AbortSignal;
 }
-
-/** A part of svcd with a lifecycle. stop() is idempotent and waits for its loops. */
-export interface Component {
-  readonly name: string;
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  /** Summary for daemon.status. */
-  status?(): Record<string, unknown>;
-}

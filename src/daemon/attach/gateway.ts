@@ -23,7 +23,8 @@ import {
 } from '../../protocol/attach.js';
 import type { AttachOpen } from '../../protocol/control.js';
 import type { ErrorCode } from '../../protocol/errors.js';
-import type { Component, DaemonContext } from '../context.js';
+import type { Component } from '../component.js';
+import type { DaemonContext } from '../context.js';
 import { listenUnix, type UnixListener } from '../sockets.js';
 import type { AgentTerminal, PtyTerminal } from '../supervisor/terminal.js';
 import { TerminalSession, type Viewer, type ViewerOptions } from './session.js';

@@ -6,13 +6,9 @@
 import { fanoutSection } from '../fanout/config-section.js';
 import { workerSection } from '../worker/config-section.js';
 import { runtimeSection } from './runtime-section.js';
+import type { ConfigSection } from './section.js';
 import { supervisorSection, watchdogSection } from './supervisor-section.js';
-import { readTomlFile, rootReader, type TableReader, type TomlDoc } from './toml.js';
-
-export interface ConfigSection<T> {
-  /** `table` is undefined when the file has no such table: return the defaults. */
-  parse(table: TableReader | undefined): T;
-}
+import { readTomlFile, rootReader, type TomlDoc } from './toml.js';
 
 /** Every table config.toml may have. Areas append theirs: `worker: workerSection,`. */
 export const CONFIG_SECTIONS = {

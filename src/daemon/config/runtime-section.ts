@@ -3,7 +3,7 @@
 import { RUNTIME_KINDS, type RuntimeKind } from '../../protocol/runtimes.js';
 import { RUNTIMES } from '../runtimes/kinds.js';
 import { PLACEHOLDERS, unknownPlaceholder } from '../runtimes/template.js';
-import type { ConfigSection } from './config.js';
+import type { ConfigSection } from './section.js';
 import type { TableReader } from './toml.js';
 
 export interface RuntimeTemplate {

@@ -1,6 +1,6 @@
 // [supervisor] and [watchdog] tables of config.toml (docs/agents.md, Watchdog).
 import { SvcError } from '../../protocol/errors.js';
-import type { ConfigSection } from './config.js';
+import type { ConfigSection } from './section.js';
 import type { TableReader } from './toml.js';
 
 export const BACKEND_CHOICES = ['auto', 'process', 'systemd'] as const;

@@ -8,9 +8,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/support/daemon-ctx.js';
 import { waitFor } from '../../../test/support/poll.js';
 import type { FeedEvent } from '../../protocol/events.js';
+import type { Component } from '../component.js';
 import { parseSvcdConfig } from '../config/config.js';
 import { parseTomlText } from '../config/toml.js';
-import type { Component } from '../context.js';
 import { createFanout, LocalSequence, upstreamUrl } from './fanout.js';
 
 function event(id: string): FeedEvent {

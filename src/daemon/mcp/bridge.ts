@@ -4,7 +4,8 @@
 import { SvcError } from '../../protocol/errors.js';
 import { McpCall } from '../../protocol/mesh.js';
 import { type LoadedSchemaPack, loadSchemaPack } from '../../protocol/schema-pack.js';
-import type { Component, DaemonContext } from '../context.js';
+import type { Component } from '../component.js';
+import type { DaemonContext } from '../context.js';
 import { type Booster, embeddedBooster, loadBooster } from '../validate/booster.js';
 import { createToolCallValidation, type ToolCallValidation } from '../validate/pipeline.js';
 import { describeTools, type McpToolDescription } from './tools.js';

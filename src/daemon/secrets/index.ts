@@ -4,7 +4,8 @@
 import { parseDuration } from '../../lib/duration.js';
 import { SvcError } from '../../protocol/errors.js';
 import { type BrokerReply, MAX_BROKER_REQUEST_BYTES } from '../../protocol/secrets.js';
-import type { Component, DaemonContext } from '../context.js';
+import type { Component } from '../component.js';
+import type { DaemonContext } from '../context.js';
 import { listenUnix, type UnixListener } from '../sockets.js';
 import { answer, type BrokerDeps } from './broker.js';
 import { SecretCache } from './cache.js';

@@ -7,7 +7,8 @@ import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/log.js';
 import type { NewEvent } from '../../protocol/events.js';
-import type { Component, EventOutbox, StateMigration, StateStore, TowerApi } from '../context.js';
+import type { Component } from '../component.js';
+import type { EventOutbox, StateMigration, StateStore, TowerApi } from '../context.js';
 
 interface OutboxTables {
   outbox: { seq: number | null; key: string; event: string; created_at: string };
