@@ -4,11 +4,12 @@
 
 import { mkdirSync } from 'node:fs';
 import { MgmtClient } from '../../src/cli/mgmt-client.js';
-import type { DaemonContext, TowerApi } from '../../src/daemon/context.js';
+import type { DaemonContext } from '../../src/daemon/context.js';
 import { MgmtServer } from '../../src/daemon/mgmt/server.js';
 import { daemonPaths } from '../../src/daemon/paths.js';
 import { SessionRegistry } from '../../src/daemon/secrets/index.js';
 import { openStateStore } from '../../src/daemon/state/store.js';
+import type { TowerApi } from '../../src/daemon/tower-client/api.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/log.js';

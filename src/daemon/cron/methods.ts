@@ -13,7 +13,7 @@ import {
   type CronList,
 } from '../../protocol/cron.js';
 import { SvcError } from '../../protocol/errors.js';
-import type { MethodRegistry } from '../context.js';
+import type { MethodRegistry } from '../mgmt/method.js';
 import type { CronJob } from './config.js';
 import type { Cron, CronState } from './cron.js';
 import { formatLocal, hostTimezone, MINUTE_MS, minuteOf } from './schedule.js';

@@ -10,7 +10,7 @@ import {
   type EventsSubscribeResult,
   EventsUnsubscribeParams,
 } from '../../protocol/local-feed.js';
-import type { MethodRegistry } from '../context.js';
+import type { MethodRegistry } from '../mgmt/method.js';
 import { CONSUMER_BUFFER_LIMIT, type Consumer, type Entry } from './consumer.js';
 import type { FanoutListener } from './listener.js';
 import { parseEventKey } from './ring.js';

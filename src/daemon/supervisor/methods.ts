@@ -2,7 +2,7 @@
 // signal|pause|resume, and agent.reload (re-read agents.toml and config.toml).
 import { AgentRef, AgentSignalParams } from '../../protocol/agents.js';
 import { Empty } from '../../protocol/common.js';
-import type { MethodRegistry } from '../context.js';
+import type { MethodRegistry } from '../mgmt/method.js';
 import type { Supervisor } from './supervisor.js';
 
 export function registerAgentMethods(mgmt: MethodRegistry, s: Supervisor): void {

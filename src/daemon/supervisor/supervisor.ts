@@ -12,7 +12,7 @@ import type { AgentStatus, ReloadResult, SignalResult, UnitState } from '../../p
 import { SvcError } from '../../protocol/errors.js';
 import type { Component } from '../component.js';
 import { loadSvcdConfig, type SvcdConfig } from '../config/config.js';
-import type { DaemonContext, SecretSession, SecretSessions } from '../context.js';
+import type { DaemonContext } from '../context.js';
 import { reapOrphanGroup } from '../process/group.js';
 import type { ExitInfo } from '../runtimes/acp-session.js';
 import { agentEnv, withoutCredentials } from '../runtimes/env.js';
@@ -20,6 +20,7 @@ import { RUNTIMES } from '../runtimes/kinds.js';
 import type { ProgressUpdate } from '../runtimes/progress.js';
 import { createRuntimeRunner, type RuntimeRunner } from '../runtimes/runner.js';
 import { renderCommand, resolveSelf, selfCommand } from '../runtimes/template.js';
+import type { SecretSession, SecretSessions } from '../secrets/sessions.js';
 import { type AgentSpec, type BackendKind, loadAgentsFile } from './agents-file.js';
 import { createProcessBackend } from './backends/process.js';
 import { createSystemdBackend } from './backends/systemd.js';

@@ -12,7 +12,8 @@ import { type RuntimeKind, RuntimeKindSchema } from '../../protocol/runtimes.js'
 import { type Static, Type } from '../../protocol/type.js';
 import type { Component } from '../component.js';
 import { loadSvcdConfig, type SvcdConfig } from '../config/config.js';
-import type { CallContext, DaemonContext } from '../context.js';
+import type { DaemonContext } from '../context.js';
+import type { CallContext } from '../mgmt/method.js';
 import { reapOrphanGroup } from '../process/group.js';
 import { withoutCredentials } from '../runtimes/env.js';
 import type { RuntimeRunner } from '../runtimes/runner.js';
