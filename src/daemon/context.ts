@@ -1,11 +1,10 @@
-// What every svcd component receives from the composition root (daemon.ts). Components
-// take this context, register their mgmt.sock methods, and return start()/stop().
-// Nothing here reads process.env or the wall clock directly.
+// What the composition root (daemon.ts) builds once and hands its components: clock, log,
+// paths, identity, state.db, the tower client and control channel, the event outbox and the
+// secrets sessions. Nothing here reads process.env or the wall clock directly.
 
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import type { NodeIdentity } from '../protocol/nodes.js';
-import type { MethodRegistry } from './mgmt/method.js';
 import type { DaemonPaths } from './paths.js';
 import type { SecretSessions } from './secrets/sessions.js';
 import type { StateStore } from './state/store.js';
@@ -25,7 +24,6 @@ export interface DaemonContext {
   /** The control channel to the tower: task_ready, task_cancelled, attach.open arrive here. */
   control: ControlChannel;
   events: EventOutbox;
-  mgmt: MethodRegistry;
   /** Secrets-broker sessions: components that start agents mint one per run. */
   secrets: SecretSessions;
   /** Aborted when the daemon begins shutting down. */

@@ -55,6 +55,8 @@ import { join } from 'node:path';
 import { mgmtCall } from '../../src/cli/mgmt-client.js';
 import type { DaemonContext } from '../../src/daemon/context.js';
 import { type Cron, type CronDeps, createCron } from '../../src/daemon/cron/cron.js';
+import { cronMethods } from '../../src/daemon/cron/methods.js';
+import { registerMethods } from '../../src/daemon/mgmt/method.js';
 import { MgmtServer } from '../../src/daemon/mgmt/server.js';
 import { daemonPaths } from '../../src/daemon/paths.js';
 import { SessionRegistry } from '../../src/daemon/secrets/index.js';
@@ -123,7 +125,6 @@ export async function startCron(opts: HarnessOptions): Promise<CronHarness> {
         events.push(e);
       },
     },
-    mgmt,
     secrets: new SessionRegistry(paths.secretsSock),
     control: fakeControl(),
     shutdown: shutdown.signal,
@@ -135,6 +136,10 @@ export async function startCron(opts: HarnessOptions): Promise<CronHarness> {
         signals.push([target, prompt]);
       }),
   });
+  registerMethods(
+    mgmt,
+    cronMethods(cron, () => clock.now()),
+  );
   await cron.start();
   let closed = false;
   return {

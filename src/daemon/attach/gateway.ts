@@ -47,6 +47,8 @@ export interface TerminalSource {
 export interface AttachGateway extends Component {
   /** Open sessions by agent (tests, benchmarks). */
   session(agentId: string): TerminalSession | null;
+  /** attach.list: the agents with a terminal, their size and who is attached. */
+  list(): Promise<AttachListResult>;
 }
 
 const MAX_FRAME_BYTES = 1024 * 1024;
@@ -310,40 +312,40 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
   return {
     name: 'attach',
     session: (id) => sessions.get(id) ?? null,
+    async list(): Promise<AttachListResult> {
+      const agents = source.listAgents();
+      const sizes = await Promise.all(
+        agents.map(async (a) => {
+          const t = source.terminal(a.id) ?? sessions.get(a.id)?.terminal;
+          if (t) return { cols: t.cols, rows: t.rows };
+          if (a.runtime === 'mux_hosted' && a.tmux && a.state === 'running')
+            return tmuxWindowSize(a.tmux, ctx.env);
+          return null;
+        }),
+      );
+      const items = agents
+        .map((a, i) => ({ a, size: sizes[i] }))
+        .filter((x): x is { a: (typeof agents)[number]; size: { cols: number; rows: number } } => !!x.size)
+        .map(({ a, size }) => {
+          const s = sessions.get(a.id);
+          return {
+            agent_id: a.id,
+            cols: size.cols,
+            rows: size.rows,
+            viewers: (s?.list() ?? []).map((v) => ({
+              id: v.id,
+              via: v.via,
+              who: v.who,
+              read_only: v.readOnly,
+              since: new Date(v.since).toISOString(),
+            })),
+          };
+        });
+      return { items };
+    },
     async start() {
       listener = await listenUnix(ctx.paths.svcdSock, onLocalConnection, { pauseOnConnect: true });
       offOpen = ctx.control.on('attach.open', onAttachOpen);
-      ctx.mgmt.register('attach.list', async (): Promise<AttachListResult> => {
-        const agents = source.listAgents();
-        const sizes = await Promise.all(
-          agents.map(async (a) => {
-            const t = source.terminal(a.id) ?? sessions.get(a.id)?.terminal;
-            if (t) return { cols: t.cols, rows: t.rows };
-            if (a.runtime === 'mux_hosted' && a.tmux && a.state === 'running')
-              return tmuxWindowSize(a.tmux, ctx.env);
-            return null;
-          }),
-        );
-        const items = agents
-          .map((a, i) => ({ a, size: sizes[i] }))
-          .filter((x): x is { a: (typeof agents)[number]; size: { cols: number; rows: number } } => !!x.size)
-          .map(({ a, size }) => {
-            const s = sessions.get(a.id);
-            return {
-              agent_id: a.id,
-              cols: size.cols,
-              rows: size.rows,
-              viewers: (s?.list() ?? []).map((v) => ({
-                id: v.id,
-                via: v.via,
-                who: v.who,
-                read_only: v.readOnly,
-                since: new Date(v.since).toISOString(),
-              })),
-            };
-          });
-        return { items };
-      });
     },
     async stop() {
       if (stopped) return;

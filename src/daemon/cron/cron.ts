@@ -11,7 +11,6 @@ import type { DaemonContext } from '../context.js';
 import { runBash } from './bash.js';
 import { type CronConfig, type CronJob, jobFingerprint, loadCronConfig } from './config.js';
 import { type Decision, dueJobs, heartbeatSlots } from './due-jobs.js';
-import { registerCronMethods } from './methods.js';
 import { MINUTE_MS, minuteOf } from './schedule.js';
 import * as store from './store.js';
 
@@ -422,7 +421,6 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
       }
     },
   };
-  registerCronMethods(ctx.mgmt, cron, () => clock.now());
   return cron;
 }
 

@@ -1,7 +1,7 @@
 // svcd's local fan-out (docs/fanout.md): the component that wires the upstream
 // follower, the rate-limit hold, the ring buffer, the local listener and the MQTT input, and
-// assigns every local event its id. mgmt.sock: `fanout.status` (svc system doctor reads it) and
-// `events.subscribe` (subscribe.ts).
+// assigns every local event its id. Its mgmt.sock methods are in methods.ts: `fanout.status`
+// (svc system doctor reads it) and `events.subscribe` (subscribe.ts).
 
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
@@ -19,7 +19,6 @@ import type { FanoutListener } from './listener.js';
 import { MqttInput, type MqttMessage } from './mqtt.js';
 import { FanoutPosition } from './position.js';
 import { compareKeys, type EventKey, EventRing, formatEventKey, parseEventKey } from './ring.js';
-import { registerEventMethods } from './subscribe.js';
 import { Upstream } from './upstream.js';
 
 export interface FanoutDeps {
@@ -120,7 +119,14 @@ export class LocalSequence {
   }
 }
 
-export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Component {
+export interface Fanout extends Component {
+  /** What fanout.status answers. */
+  details(): Record<string, unknown>;
+  /** The running listener; throws the SvcError to answer when there is none (off, starting). */
+  listener(): FanoutListener;
+}
+
+export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Fanout {
   const log = ctx.log.child({ component: 'fanout' });
   let config: FanoutConfig | null = null;
   let ring: EventRing<LocalEvent> | null = null;
@@ -131,7 +137,7 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
   let tokenFile: string | null = null;
   let position: FanoutPosition | null = null;
 
-  function status() {
+  function details() {
     if (!config?.enable || !ring || !listener || !upstream || !hold) return { enabled: false };
     const oldest = ring.oldest();
     const newest = ring.newest();
@@ -161,9 +167,10 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
       mqtt: mqttIn?.status() ?? null,
     };
   }
-  ctx.mgmt.register('fanout.status', async () => status());
-  registerEventMethods(ctx.mgmt, {
-    listener: () => {
+  return {
+    name: 'fanout',
+    details,
+    listener() {
       if (config && !config.enable) {
         throw new SvcError(
           'unavailable',
@@ -173,10 +180,6 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
       if (!listener) throw new SvcError('unavailable', 'svcd is still starting; retry');
       return listener;
     },
-  });
-
-  return {
-    name: 'fanout',
     async start() {
       const c = deps.config ?? (await loadSvcdConfig(ctx.paths.configToml)).fanout;
       config = c;

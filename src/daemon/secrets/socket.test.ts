@@ -47,7 +47,6 @@ function fakeContext(home: string, clock: Clock): DaemonContext {
     state: undefined as unknown as DaemonContext['state'],
     tower: fakeTower(),
     events: { publish: async () => {} },
-    mgmt: { register: () => {} },
     secrets: new SessionRegistry(paths.secretsSock),
     control: fakeControl(),
     shutdown: new AbortController().signal,

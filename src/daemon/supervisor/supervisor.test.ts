@@ -11,6 +11,7 @@ import type { AgentStatus } from '../../protocol/agents.js';
 import { isSvcError } from '../../protocol/errors.js';
 import { defaultSvcdConfig, type SvcdConfig } from '../config/config.js';
 import type { SessionRegistry } from '../secrets/index.js';
+import { agentMethods } from './methods.js';
 import { createSupervisor, type Supervisor } from './supervisor.js';
 
 const S = 1000;
@@ -38,6 +39,7 @@ async function harness(
   tune(config);
   const sessions = t.ctx.secrets as SessionRegistry;
   const sup = createSupervisor(t.ctx, { config, userBus: false });
+  t.register(agentMethods(sup));
   await sup.start();
   const h = { t, clock, sup, sessions };
   open.push(h);
@@ -175,7 +177,6 @@ describe('supervisor with the process backend', () => {
     await h.sup.pauseAgent('sleeper');
     await h.sup.stop();
     open = open.filter((x) => x !== h);
-    h.t.ctx.mgmt = { register() {} }; // the first supervisor's methods are still registered
     const again = createSupervisor(h.t.ctx, { config: defaultSvcdConfig(), userBus: false });
     await again.start();
     try {

@@ -26,7 +26,6 @@ import { createProcessBackend } from './backends/process.js';
 import { createSystemdBackend } from './backends/systemd.js';
 import { createTmuxBackend } from './backends/tmux.js';
 import type { RunningUnit, UnitBackend, UnitLaunch } from './backends/types.js';
-import { registerAgentMethods } from './methods.js';
 import { nextNightly } from './nightly.js';
 import { deliverSignal } from './signal.js';
 import { createSupervisorStore, type HistoryEntry } from './store.js';
@@ -820,6 +819,5 @@ export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps = {}):
     },
   };
 
-  registerAgentMethods(ctx.mgmt, supervisor);
   return supervisor;
 }

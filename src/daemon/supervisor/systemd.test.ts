@@ -138,7 +138,6 @@ env = { MODE = "prod" }
     await sup.stop();
     sups.length = 0;
     expect(calls().length).toBe(10);
-    t.ctx.mgmt = { register() {} };
     const again = await start();
     expect(calls().slice(10)).toEqual([
       '--user is-active svc-agent-web.service',

@@ -79,7 +79,6 @@ describe('tmux backend (mux_hosted)', () => {
     sups.length = 0;
     expect(isAlive(panePid)).toBe(true);
 
-    t.ctx.mgmt = { register() {} };
     const second = supervisor(t);
     await second.start();
     const s2 = await second.agentStatus('pane');

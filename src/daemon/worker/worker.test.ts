@@ -9,6 +9,7 @@ import { waitFor } from '../../../test/support/poll.js';
 import { defaultSvcdConfig } from '../config/config.js';
 import { groupAlive, spawnGroup, UNIT_MARKER_ENV } from '../process/group.js';
 import { createRuntimeRunner } from '../runtimes/runner.js';
+import { workerMethods } from './methods.js';
 import { createWorkerStore } from './store.js';
 import { createWorker, type Worker } from './worker.js';
 
@@ -55,6 +56,8 @@ describe('worker component', () => {
     });
     const make = () => {
       const w = createWorker(ctx, () => runner, { api: mesh, config });
+      // mgmt.sock answers with the test's first worker.
+      if (workers.length === 0) t!.register(workerMethods(w));
       workers.push(w);
       return w;
     };
