@@ -25,6 +25,7 @@ import { createSecretsBroker, SessionRegistry } from './secrets/index.js';
 import { openStateStore } from './state/store.js';
 import { agentMethods } from './supervisor/methods.js';
 import { createSupervisor } from './supervisor/supervisor.js';
+import { loadSvcdConfig } from './svcd-config.js';
 import { createTowerApi } from './tower-client/api.js';
 import { createControlChannel } from './tower-client/control.js';
 import { serveNodeRequests } from './tower-client/node-requests.js';
@@ -53,6 +54,9 @@ export interface Daemon {
 export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const clock = opts.clock ?? systemClock;
   const paths = daemonPaths(opts.home);
+  // config.toml is read here, once, and each component gets its sections; an invalid file
+  // stops svcd before anything is opened (config_invalid naming file, line and field).
+  const config = await loadSvcdConfig(paths.configToml);
   // 0700 even where they existed with another mode (sockets, state.db and logs live here).
   for (const dir of [paths.svcdDir, paths.logsDir, paths.workDir]) ensurePrivateDir(dir);
   const log = opts.log;
@@ -84,15 +88,22 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   // Start order (stopped in reverse). The broker first: agents get their secrets sessions
   // from ctx.secrets.
   const secrets = createSecretsBroker(ctx);
-  const supervisor = createSupervisor(ctx);
+  const supervisor = createSupervisor(ctx, {
+    config,
+    // agent.reload re-reads config.toml; an invalid file leaves this one in force.
+    reloadConfig: () => loadSvcdConfig(paths.configToml),
+  });
   // dispatch = "signal" jobs go to this daemon's supervisor.
   const cron = createCron(ctx, { signal: (target, prompt) => supervisor.signal(target, prompt) });
   // Task subagents run through the supervisor's runtime runner (same templates and secrets).
-  const worker = createWorker(ctx, () => supervisor.runtimes);
+  const worker = createWorker(ctx, () => supervisor.runtimes, {
+    config: config.worker,
+    stopGraceMs: config.supervisor.stopGraceMs,
+  });
   // svcd.sock and tower attach streams, over the supervisor's PTY agents.
   const attach = createAttachGateway(ctx, supervisor);
   // Local /events relay of the tower feed (+ MQTT); independent of the rest.
-  const fanout = createFanout(ctx);
+  const fanout = createFanout(ctx, { config: config.fanout });
   // mcp.call / mcp.tools: schema pack + Wasm booster before the tower's /mcp/call.
   const mcp = createMcpBridge(ctx, { boosterWasm: opts.boosterWasm });
   const components: Component[] = [outbox, control, secrets, supervisor, cron, worker, attach, fanout, mcp];

@@ -17,8 +17,8 @@ import {
 } from '../../protocol/attach.js';
 import { attachSignature } from '../../protocol/attach-signature.js';
 import type { AttachOpen } from '../../protocol/control.js';
-import { defaultSvcdConfig } from '../config/config.js';
 import { createSupervisor, type Supervisor } from '../supervisor/supervisor.js';
+import { defaultSvcdConfig } from '../svcd-config.js';
 import { type AttachGateway, createAttachGateway } from './gateway.js';
 import { attachMethods } from './methods.js';
 

@@ -9,8 +9,8 @@ import WebSocket from 'ws';
 import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/support/daemon-ctx.js';
 import { waitFor } from '../../../test/support/poll.js';
 import { type AttachListResult, LOCAL_ATTACH_PATH } from '../../protocol/attach.js';
-import { defaultSvcdConfig } from '../config/config.js';
 import { createSupervisor, type Supervisor } from '../supervisor/supervisor.js';
+import { defaultSvcdConfig } from '../svcd-config.js';
 import { type AttachGateway, createAttachGateway } from './gateway.js';
 import { attachMethods } from './methods.js';
 

@@ -1,8 +1,47 @@
-// What a table of config.toml is to config.ts: a parser from the table (or its absence) to
-// typed settings. A leaf, so each area's section parser can live in the area's folder.
-import type { TableReader } from './toml.js';
+// A config file made of sections (config.toml): each top-level table has its own parser,
+// and the file is the table of them that its owner hands in. Unknown tables are errors
+// naming the file, the line and the table; each section reports its own fields. A leaf:
+// the sections live with their areas, the table with the composition root (svcd-config.ts).
+import { readTomlFile, rootReader, type TableReader, type TomlDoc } from './toml.js';
 
 export interface ConfigSection<T> {
   /** `table` is undefined when the file has no such table: return the defaults. */
   parse(table: TableReader | undefined): T;
+}
+
+export type ConfigSections = Record<string, ConfigSection<unknown>>;
+
+/** The typed settings of a table of sections: one field per section. */
+export type ConfigOf<S extends ConfigSections> = { [K in keyof S]: ReturnType<S[K]['parse']> };
+
+/** Parses a config document; throws config_invalid with file, line and field. */
+export function parseSections<S extends ConfigSections>(doc: TomlDoc, sections: S): ConfigOf<S> {
+  const root = rootReader(doc);
+  const names = Object.keys(sections);
+  for (const [key, value] of Object.entries(doc.data)) {
+    if (!names.includes(key)) throw root.error(key, `unknown table (known: ${names.join(', ')})`);
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      throw root.error(key, `must be a table ([${key}])`);
+    }
+  }
+  const out: Record<string, unknown> = {};
+  for (const [name, section] of Object.entries(sections)) out[name] = section.parse(root.subtable(name));
+  return out as ConfigOf<S>;
+}
+
+/** Every section's defaults (what a missing file means). */
+export function sectionDefaults<S extends ConfigSections>(sections: S): ConfigOf<S> {
+  const out: Record<string, unknown> = {};
+  for (const [name, section] of Object.entries(sections)) out[name] = section.parse(undefined);
+  return out as ConfigOf<S>;
+}
+
+/** Reads and parses `file` (absent: every default). */
+export async function loadSections<S extends ConfigSections>(
+  file: string,
+  sections: S,
+): Promise<ConfigOf<S>> {
+  const doc = await readTomlFile(file);
+  if (doc === 'missing') return sectionDefaults(sections);
+  return parseSections(doc, sections);
 }

@@ -9,8 +9,8 @@ import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/sup
 import { waitFor } from '../../../test/support/poll.js';
 import type { FeedEvent } from '../../protocol/events.js';
 import type { Component } from '../component.js';
-import { parseSvcdConfig } from '../config/config.js';
 import { parseTomlText } from '../config/toml.js';
+import { parseSvcdConfig } from '../svcd-config.js';
 import { createFanout, LocalSequence, upstreamUrl } from './fanout.js';
 import { fanoutMethods } from './methods.js';
 

@@ -10,7 +10,6 @@ import { iso } from '../../lib/clock.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { FeedEvent } from '../../protocol/events.js';
 import type { Component } from '../component.js';
-import { loadSvcdConfig } from '../config/config.js';
 import type { DaemonContext } from '../context.js';
 import type { FanoutConfig } from './config-section.js';
 import type { Entry, LocalEvent } from './consumer.js';
@@ -22,8 +21,8 @@ import { compareKeys, type EventKey, EventRing, formatEventKey, parseEventKey } 
 import { Upstream } from './upstream.js';
 
 export interface FanoutDeps {
-  /** Config to use instead of reading config.toml (tests). */
-  config?: FanoutConfig;
+  /** [fanout] of config.toml, as read at svcd start. */
+  config: FanoutConfig;
   random?: () => number;
 }
 
@@ -126,7 +125,7 @@ export interface Fanout extends Component {
   listener(): FanoutListener;
 }
 
-export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Fanout {
+export function createFanout(ctx: DaemonContext, deps: FanoutDeps): Fanout {
   const log = ctx.log.child({ component: 'fanout' });
   let config: FanoutConfig | null = null;
   let ring: EventRing<LocalEvent> | null = null;
@@ -181,7 +180,7 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Fanout 
       return listener;
     },
     async start() {
-      const c = deps.config ?? (await loadSvcdConfig(ctx.paths.configToml)).fanout;
+      const c = deps.config;
       config = c;
       if (!c.enable) return;
       const r = new EventRing<LocalEvent>(c.bufferEvents);

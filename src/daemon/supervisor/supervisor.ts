@@ -11,7 +11,6 @@ import type { Logger } from '../../lib/log.js';
 import type { AgentStatus, ReloadResult, SignalResult, UnitState } from '../../protocol/agents.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { Component } from '../component.js';
-import { loadSvcdConfig, type SvcdConfig } from '../config/config.js';
 import type { DaemonContext } from '../context.js';
 import { reapOrphanGroup } from '../process/group.js';
 import type { ExitInfo } from '../runtimes/acp-session.js';
@@ -26,6 +25,7 @@ import { createProcessBackend } from './backends/process.js';
 import { createSystemdBackend } from './backends/systemd.js';
 import { createTmuxBackend } from './backends/tmux.js';
 import type { RunningUnit, UnitBackend, UnitLaunch } from './backends/types.js';
+import type { SupervisorSettings } from './config-section.js';
 import { nextNightly } from './nightly.js';
 import { deliverSignal } from './signal.js';
 import { createSupervisorStore, type HistoryEntry } from './store.js';
@@ -37,8 +37,13 @@ export interface SupervisorDeps {
   sessions?: SecretSessions;
   /** Real-time waits for process exits (default: the system clock, even when ctx.clock is fake). */
   waits?: Clock;
-  /** Use this configuration instead of reading config.toml (tests, benchmarks). */
-  config?: SvcdConfig;
+  /** Its sections of config.toml, as read at svcd start. */
+  config: SupervisorSettings;
+  /**
+   * Reads them again for agent.reload; throws config_invalid (file, line, field) on an invalid
+   * file, which then changes nothing. Default: reload keeps `config`.
+   */
+  reloadConfig?: () => Promise<SupervisorSettings>;
   /** How "svcd" in templates is run (default: this install). */
   self?: string[];
   /** Whether a systemd user bus exists (default: detected from the environment). */
@@ -112,7 +117,7 @@ export function hasUserBus(env: NodeJS.ProcessEnv): boolean {
   return Boolean(env.XDG_RUNTIME_DIR && existsSync(join(env.XDG_RUNTIME_DIR, 'bus')));
 }
 
-export function chooseBackend(spec: AgentSpec, config: SvcdConfig, userBus: boolean): BackendKind {
+export function chooseBackend(spec: AgentSpec, config: SupervisorSettings, userBus: boolean): BackendKind {
   if (spec.backend) return spec.backend;
   if (spec.runtime === 'mux_hosted') return 'tmux';
   if (RUNTIMES[spec.runtime].protocol === 'acp' || spec.pty) return 'process';
@@ -121,7 +126,7 @@ export function chooseBackend(spec: AgentSpec, config: SvcdConfig, userBus: bool
   return b;
 }
 
-export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps = {}): Supervisor {
+export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps): Supervisor {
   const log: Logger = ctx.log.child({ component: 'supervisor' });
   const waits = deps.waits ?? systemClock;
   const self = deps.self ?? selfCommand();
@@ -132,15 +137,12 @@ export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps = {}):
   const terminalListeners = new Set<(agentId: string, t: AgentTerminal | null) => void>();
   /** One-shot runs and ACP turns started by signals without wait: aborted and awaited at stop. */
   const background = new Map<Promise<unknown>, AbortController>();
-  let config: SvcdConfig | null = deps.config ?? null;
+  let config: SupervisorSettings = deps.config;
   let timer: TimerHandle | null = null;
   let polling: Promise<void> | null = null;
   let stopped = false;
 
-  const cfg = (): SvcdConfig => {
-    if (!config) throw new Error('supervisor not started');
-    return config;
-  };
+  const cfg = (): SupervisorSettings => config;
   const stopGraceMs = () => cfg().supervisor.stopGraceMs;
   const baseEnv = withoutCredentials(ctx.env);
   const backends: Record<BackendKind, UnitBackend> = {
@@ -184,7 +186,7 @@ export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps = {}):
     return join(ctx.paths.logsDir, `${spec.id}.log`);
   }
 
-  function fingerprintOf(spec: AgentSpec, c: SvcdConfig): string {
+  function fingerprintOf(spec: AgentSpec, c: SupervisorSettings): string {
     return JSON.stringify({
       spec,
       template: c.runtime[spec.runtime],
@@ -591,8 +593,9 @@ export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps = {}):
     await store.remove(id);
   }
 
-  async function loadFiles(): Promise<{ config: SvcdConfig; specs: AgentSpec[] }> {
-    const c = deps.config ?? (await loadSvcdConfig(ctx.paths.configToml));
+  /** agent.reload: both files again (config.toml first); an invalid one throws here. */
+  async function reloadFiles(): Promise<{ config: SupervisorSettings; specs: AgentSpec[] }> {
+    const c = deps.reloadConfig ? await deps.reloadConfig() : config;
     const specs = await loadAgentsFile(ctx.paths.agentsToml);
     return { config: c, specs };
   }
@@ -604,10 +607,9 @@ export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps = {}):
     async start() {
       stopped = false;
       await store.migrate();
-      const loaded = await loadFiles();
-      config = loaded.config;
+      const specs = await loadAgentsFile(ctx.paths.agentsToml);
       const rows = await store.all();
-      for (const spec of loaded.specs) agents.set(spec.id, newAgent(spec, rows.get(spec.id)));
+      for (const spec of specs) agents.set(spec.id, newAgent(spec, rows.get(spec.id)));
       for (const [id, row] of rows) {
         if (!agents.has(id))
           await reapRemoved(id, row).catch((e: unknown) => log.warn({ err: e, agent: id }, 'cannot reap'));
@@ -717,7 +719,7 @@ export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps = {}):
 
     async reload() {
       // Parse everything first: an invalid file throws here and nothing changes.
-      const loaded = await loadFiles();
+      const loaded = await reloadFiles();
       const oldConfig = cfg();
       config = loaded.config;
       runner = null;

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/support/daemon-ctx.js';
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { FakeClock } from '../../lib/clock.js';
-import { defaultSvcdConfig } from '../config/config.js';
+import { defaultSvcdConfig } from '../svcd-config.js';
 import type { AgentSpec } from './agents-file.js';
 import { systemdQuote } from './backends/systemd.js';
 import { chooseBackend, createSupervisor, type Supervisor } from './supervisor.js';

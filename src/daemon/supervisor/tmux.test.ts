@@ -8,7 +8,7 @@ import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/sup
 import { waitFor } from '../../../test/support/poll.js';
 import { isAlive, psGroup } from '../../../test/support/ps.js';
 import { FakeClock } from '../../lib/clock.js';
-import { defaultSvcdConfig } from '../config/config.js';
+import { defaultSvcdConfig } from '../svcd-config.js';
 import { createSupervisor, type Supervisor } from './supervisor.js';
 
 const SOCKET = `svc-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;

@@ -11,13 +11,13 @@ import type { Agent } from '../../protocol/mesh.js';
 import type { RuntimeKind } from '../../protocol/runtimes.js';
 import type { AgentEnrollParams, WorkerEvent, WorkerRef, WorkerStartParams } from '../../protocol/worker.js';
 import type { Component } from '../component.js';
-import { loadSvcdConfig, type SvcdConfig } from '../config/config.js';
 import type { DaemonContext } from '../context.js';
 import type { CallContext } from '../mgmt/method.js';
 import { reapOrphanGroup } from '../process/group.js';
 import { withoutCredentials } from '../runtimes/env.js';
 import type { RuntimeRunner } from '../runtimes/runner.js';
 import { ClaimLoop, type ClaimLoopStatus } from './claim-loop.js';
+import type { WorkerConfig } from './config-section.js';
 import type { MeshWorkApi } from './mesh-api.js';
 import { createWorkerStore, type LoopRow } from './store.js';
 import { runSubagent, type SubagentOutcome } from './subagent.js';
@@ -47,13 +47,15 @@ export type LoopStatus = ReturnType<typeof loopStatus>;
 export interface WorkerDeps {
   /** The mesh (default: the tower over ctx.tower). */
   api?: MeshWorkApi;
-  /** Use this configuration instead of reading config.toml (tests). */
-  config?: SvcdConfig;
+  /** [worker] of config.toml, as read at svcd start. */
+  config: WorkerConfig;
+  /** [supervisor] stop_grace: SIGTERM → SIGKILL when orphaned subagents are reaped. */
+  stopGraceMs: number;
   /** Real-time waits for process exits when reaping orphans. */
   waits?: Clock;
 }
 
-export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, deps: WorkerDeps = {}): Worker {
+export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, deps: WorkerDeps): Worker {
   const log = ctx.log.child({ component: 'worker' });
   const store = createWorkerStore(ctx.state);
   const tower = deps.api ?? createTowerMesh(ctx.tower);
@@ -63,16 +65,12 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
   const draining = new Set<ClaimLoop>();
   const unsubscribe: (() => void)[] = [];
   const gitEnv = withoutCredentials(ctx.env);
-  let config: SvcdConfig | null = deps.config ?? null;
+  const config = deps.config;
 
   const emit = (e: Omit<WorkerEvent, 'at'>) => {
     if (followers.size === 0) return;
     const ev = { at: iso(ctx.clock.now()), ...e };
     for (const f of followers) f(ev);
-  };
-  const cfg = () => {
-    if (!config) throw new Error('worker not started');
-    return config;
   };
   /** The tower mesh, with progress also told to followers. */
   const api = (key: string): MeshWorkApi => ({
@@ -107,7 +105,7 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
   }
 
   function startLoop(row: LoopRow): Loop {
-    const c = cfg().worker;
+    const c = config;
     // Presence on the tower: idle while the loop waits for work, busy while a subagent runs,
     // errored while claims fail (the tower refuses or cannot be reached).
     let running = 0;
@@ -195,7 +193,7 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
     return loop;
   }
 
-  const statusOf = (l: Loop) => loopStatus(l, cfg().worker.taskTimeoutMs);
+  const statusOf = (l: Loop) => loopStatus(l, config.taskTimeoutMs);
 
   function select(ref: WorkerRef): Loop[] {
     return [...loops.values()].filter(
@@ -210,7 +208,7 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
     const waits = deps.waits ?? systemClock;
     for (const r of await store.runs()) {
       try {
-        const killed = await reapOrphanGroup(r.pgid, r.run_id, cfg().supervisor.stopGraceMs, waits);
+        const killed = await reapOrphanGroup(r.pgid, r.run_id, deps.stopGraceMs, waits);
         if (killed) log.warn({ task: r.task_id, run: r.run_id, pgid: r.pgid }, 'killed an orphaned subagent');
       } catch (e) {
         log.error({ err: e, task: r.task_id, pgid: r.pgid }, 'cannot stop an orphaned subagent');
@@ -268,8 +266,8 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
         runtime: p.runtime as RuntimeKind,
         domain_id: p.domain_id,
         agent_id: agent.id,
-        max_concurrent: p.max_concurrent ?? cfg().worker.maxConcurrent,
-        poll_ms: p.poll_seconds !== undefined ? Math.round(p.poll_seconds * 1000) : cfg().worker.pollMs,
+        max_concurrent: p.max_concurrent ?? config.maxConcurrent,
+        poll_ms: p.poll_seconds !== undefined ? Math.round(p.poll_seconds * 1000) : config.pollMs,
         timeout_ms: p.timeout_seconds !== undefined ? p.timeout_seconds * 1000 : null,
         started_at: iso(ctx.clock.now()),
         task_ready: p.task_ready === false ? 0 : 1,
@@ -306,7 +304,6 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
       return follow(ref, call);
     },
     async start() {
-      config ??= await loadSvcdConfig(ctx.paths.configToml);
       await store.migrate();
       await reapOrphans();
       unsubscribe.push(
