@@ -7,9 +7,10 @@ import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/sup
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { FakeClock } from '../../lib/clock.js';
 import { defaultSvcdConfig } from '../svcd-config.js';
+import { chooseBackend } from './agent.js';
 import type { AgentSpec } from './agents-file.js';
 import { systemdQuote } from './backends/systemd.js';
-import { chooseBackend, createSupervisor, type Supervisor } from './supervisor.js';
+import { createSupervisor, type Supervisor } from './supervisor.js';
 
 const FAKE_SYSTEMCTL = `#!/bin/sh
 # Records every call; keeps unit states in files; answers like systemctl --user would.
