@@ -2,8 +2,8 @@
 // re-adopts what survived a svcd restart, runs the watchdog loop (the decision itself is
 // watchdog.ts), and carries out start/stop/restart/pause/resume/signal and reload. Its parts
 // are built here with their dependencies passed in: the agent records and their table
-// (agent.ts, agent-table.ts), event publishing, the unit lifecycle and the watchdog loop
-// (below, each a factory of its own). Operations on one agent are serialized (exclusive()),
+// (agent.ts, agent-table.ts), event publishing (events.ts), the unit lifecycle and the
+// watchdog loop (below, each a factory of its own). Operations on one agent are serialized (exclusive()),
 // so the watchdog and an operator never race on the same unit. mgmt.sock: methods.ts.
 import { mkdir } from 'node:fs/promises';
 import { type Clock, iso, systemClock, type TimerHandle } from '../../lib/clock.js';
@@ -15,7 +15,6 @@ import { reapOrphanGroup } from '../process/group.js';
 import type { ExitInfo } from '../runtimes/acp-session.js';
 import { agentEnv, withoutCredentials } from '../runtimes/env.js';
 import { RUNTIMES } from '../runtimes/kinds.js';
-import type { ProgressUpdate } from '../runtimes/progress.js';
 import { createRuntimeRunner, type RuntimeRunner } from '../runtimes/runner.js';
 import { renderCommand, resolveSelf, selfCommand } from '../runtimes/template.js';
 import type { SecretSession, SecretSessions } from '../secrets/sessions.js';
@@ -41,6 +40,7 @@ import { createSystemdBackend } from './backends/systemd.js';
 import { createTmuxBackend } from './backends/tmux.js';
 import type { RunningUnit, UnitBackend, UnitLaunch } from './backends/types.js';
 import type { SupervisorSettings } from './config-section.js';
+import { createSupervisorEvents, type SupervisorEvents } from './events.js';
 import { deliverSignal } from './signal.js';
 import { type AgentRow, createSupervisorStore, type SupervisorStore } from './store.js';
 import type { AgentTerminal } from './terminal.js';
@@ -392,88 +392,6 @@ export function createSupervisor(ctx: SupervisorContext, deps: SupervisorDeps): 
         prompt ?? a.spec.prompt,
         opts,
       );
-    },
-  };
-}
-
-export type TerminalListener = (agentId: string, terminal: AgentTerminal | null) => void;
-
-export interface SupervisorEvents {
-  /** A matrix event about the agent (agent.restarted, agent.nightly_restart, agent.gave_up). */
-  matrix(a: Agent, event: string, reason: string, extra?: Record<string, unknown>): Promise<void>;
-  /** A progress update of the agent's session (runId null) or of one of its runs. */
-  progress(a: Agent, u: ProgressUpdate, runId: string | null): void;
-  /** The agent's terminal appeared (start, restart) or went (null). */
-  terminal(a: Agent, t: AgentTerminal | null): void;
-  onTerminal(listener: TerminalListener): () => void;
-}
-
-export function createSupervisorEvents(deps: {
-  outbox: EventOutbox;
-  nodeId: string;
-  clock: Clock;
-  log: Logger;
-}): SupervisorEvents {
-  const { outbox, nodeId, clock, log } = deps;
-  const terminalListeners = new Set<TerminalListener>();
-  return {
-    async matrix(a, event, reason, extra = {}) {
-      try {
-        await outbox.publish({
-          type: 'matrix',
-          agent_id: a.spec.id,
-          status: null,
-          payload: {
-            event,
-            node_id: nodeId,
-            agent_id: a.spec.id,
-            runtime: a.spec.runtime,
-            backend: a.backend.kind,
-            unit: a.unitName,
-            reason,
-            restarts: a.restarts,
-            at: iso(clock.now()),
-            ...extra,
-          },
-        });
-      } catch (e) {
-        log.error({ err: e, agent: a.spec.id, event }, 'cannot record event');
-      }
-    },
-
-    progress(a, u, runId) {
-      outbox
-        .publish({
-          type: 'progress',
-          agent_id: a.spec.id,
-          status: null,
-          payload: {
-            node_id: nodeId,
-            agent_id: a.spec.id,
-            runtime: a.spec.runtime,
-            session_id: a.unit?.acp?.sessionId ?? null,
-            run_id: runId,
-            kind: u.kind,
-            ...(u.text !== undefined ? { text: u.text } : {}),
-            ...(u.data ? { data: u.data } : {}),
-          },
-        })
-        .catch((e: unknown) => log.error({ err: e, agent: a.spec.id }, 'cannot record progress'));
-    },
-
-    terminal(a, t) {
-      for (const l of terminalListeners) {
-        try {
-          l(a.spec.id, t);
-        } catch (e) {
-          log.error({ err: e }, 'terminal listener failed');
-        }
-      }
-    },
-
-    onTerminal(listener) {
-      terminalListeners.add(listener);
-      return () => terminalListeners.delete(listener);
     },
   };
 }
