@@ -1,12 +1,11 @@
-// The supervisor component: starts the agents of agents.toml on their unit backends,
-// re-adopts what survived a svcd restart, runs the watchdog loop (the decision itself is
-// watchdog.ts), and carries out start/stop/restart/pause/resume/signal and reload. Its parts
-// are built here with their dependencies passed in: the agent records and their table
-// (agent.ts, agent-table.ts), event publishing (events.ts), the unit lifecycle
-// (lifecycle.ts) and the watchdog loop (below). Operations on one agent are serialized (exclusive()),
-// so the watchdog and an operator never race on the same unit. mgmt.sock: methods.ts.
+// The supervisor component: builds its parts — the agent table (agent-table.ts), the unit
+// lifecycle (lifecycle.ts), the watchdog loop (watchdog-loop.ts), event publishing
+// (events.ts) — and carries out the operator's start/stop/restart/pause/resume/signal and
+// reload on them. Operations on one agent are serialized (agent.ts exclusive()), so the
+// watchdog and an operator never race on the same unit. Its mgmt.sock methods: methods.ts.
 import { mkdir } from 'node:fs/promises';
-import { type Clock, iso, systemClock, type TimerHandle } from '../../lib/clock.js';
+import type { Clock } from '../../lib/clock.js';
+import { systemClock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import type { AgentStatus, ReloadResult, SignalResult } from '../../protocol/agents.js';
 import type { Component } from '../component.js';
@@ -37,12 +36,13 @@ import { createSystemdBackend } from './backends/systemd.js';
 import { createTmuxBackend } from './backends/tmux.js';
 import type { UnitBackend } from './backends/types.js';
 import type { SupervisorSettings } from './config-section.js';
-import { createSupervisorEvents, type SupervisorEvents } from './events.js';
-import { createUnitLifecycle, type UnitLifecycle } from './lifecycle.js';
+import { createSupervisorEvents } from './events.js';
+import { createUnitLifecycle } from './lifecycle.js';
 import { deliverSignal } from './signal.js';
 import { createSupervisorStore } from './store.js';
 import type { AgentTerminal } from './terminal.js';
-import { afterManualRestart, type Decision, freshWatch, step } from './watchdog.js';
+import { afterManualRestart, freshWatch } from './watchdog.js';
+import { createWatchdogLoop } from './watchdog-loop.js';
 
 /** What the supervisor uses of svcd (daemon.ts passes its DaemonContext). */
 export interface SupervisorContext {
@@ -390,129 +390,6 @@ export function createSupervisor(ctx: SupervisorContext, deps: SupervisorDeps): 
         prompt ?? a.spec.prompt,
         opts,
       );
-    },
-  };
-}
-
-export interface WatchdogLoopDeps {
-  clock: Clock;
-  log: Logger;
-  table: AgentTable;
-  lifecycle: UnitLifecycle;
-  events: SupervisorEvents;
-  settings: () => SupervisorSettings;
-}
-
-export interface WatchdogLoop {
-  /** Schedules the first poll, one poll interval from now. */
-  start(): void;
-  /** One poll now (what the timer does every poll interval). */
-  poll(): Promise<void>;
-  /** The poll interval changed (reload): the next poll is one new interval from now. */
-  reschedule(): void;
-  stop(): Promise<void>;
-}
-
-export function createWatchdogLoop(deps: WatchdogLoopDeps): WatchdogLoop {
-  const { clock, log, table, lifecycle, events } = deps;
-  let timer: TimerHandle | null = null;
-  let polling: Promise<void> | null = null;
-  let stopped = false;
-
-  async function act(a: Agent, decision: Decision): Promise<void> {
-    switch (decision.action) {
-      case 'none':
-        return;
-      case 'restart':
-        log.warn({ agent: a.spec.id, reason: decision.reason }, 'watchdog restarts dead agent');
-        await lifecycle.restartNow(
-          a,
-          decision.reason === 'retry' ? 'dead (retry after throttle)' : 'dead',
-          'agent.restarted',
-        );
-        return;
-      case 'nightly_restart':
-        log.info({ agent: a.spec.id }, 'nightly restart');
-        await lifecycle.restartNow(a, 'nightly', 'agent.nightly_restart');
-        return;
-      case 'give_up':
-        a.gaveUpUntil = decision.retryAt;
-        log.error(
-          { agent: a.spec.id, retry_at: iso(decision.retryAt) },
-          'agent died again after restart; giving up until retry',
-        );
-        await lifecycle.remember(
-          a,
-          'give_up',
-          `dead again after restart; next attempt at ${iso(decision.retryAt)}`,
-        );
-        await events.matrix(a, 'agent.gave_up', 'dead again after restart', {
-          retry_at: iso(decision.retryAt),
-        });
-        return;
-    }
-  }
-
-  async function pollOnce(): Promise<void> {
-    const list = table.all();
-    const alive = await lifecycle.probe(list);
-    const w = deps.settings().watchdog;
-    await Promise.all(
-      list.map((a) =>
-        exclusive(a, async () => {
-          if (!table.holds(a)) return; // replaced by a reload meanwhile
-          const now = clock.now();
-          const isAlive = a.state === 'running' && (alive.get(a) ?? false);
-          const r = step(
-            now,
-            a.watch,
-            { alive: isAlive, paused: a.paused, supervised: a.spec.supervise && a.desired === 'running' },
-            { graceMs: w.graceMs, throttleMs: w.throttleMs },
-          );
-          a.watch = r.state;
-          if (a.watch.nextNightlyAt !== null && now >= a.watch.nextNightlyAt) {
-            a.watch = { ...a.watch, nextNightlyAt: nightlyOf(a.spec, deps.settings(), now) };
-          }
-          if (r.decision.action === 'none' && isAlive) a.gaveUpUntil = null;
-          await act(a, r.decision).catch((e: unknown) => {
-            log.error({ err: (e as Error).message, agent: a.spec.id }, 'watchdog action failed');
-          });
-        }),
-      ),
-    );
-  }
-
-  function schedule(): void {
-    if (stopped) return;
-    timer = clock.setTimeout(() => {
-      timer = null;
-      polling = pollOnce()
-        .catch((e: unknown) => log.error({ err: e }, 'watchdog poll failed'))
-        .finally(() => {
-          polling = null;
-          schedule();
-        });
-    }, deps.settings().watchdog.pollMs);
-  }
-
-  return {
-    start() {
-      stopped = false;
-      schedule();
-    },
-    poll: () => pollOnce(),
-    reschedule() {
-      // Only a waiting timer moves; a poll under way schedules the next one when it ends.
-      if (!timer) return;
-      timer.cancel();
-      timer = null;
-      if (!polling) schedule();
-    },
-    async stop() {
-      stopped = true;
-      timer?.cancel();
-      timer = null;
-      await polling;
     },
   };
 }
