@@ -5,9 +5,10 @@ import type { FastifyInstance } from 'fastify';
 import { SvcError } from '../../protocol/errors.js';
 import { hasScope } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
+import type { RequestDeadline } from './deadline.js';
 import { sendProblem } from './problem.js';
 
-export function installAuth(app: FastifyInstance, ctx: TowerContext): void {
+export function installAuth(app: FastifyInstance, ctx: TowerContext, deadline: RequestDeadline): void {
   app.addHook('onRoute', (route) => {
     if (route.method === 'HEAD' || (Array.isArray(route.method) && route.method.includes('HEAD'))) return;
     if (!route.config?.scope) {
@@ -19,7 +20,9 @@ export function installAuth(app: FastifyInstance, ctx: TowerContext): void {
     const scope = req.routeOptions.config?.scope;
     if (scope === undefined || scope === 'public') return;
     const header = req.headers.authorization ?? queryToken(req.url);
-    const principal = await ctx.auth.fromHeader(header);
+    // A store that hangs must not hold the request past its deadline here either.
+    const principal = await deadline.within(req, reply, ctx.auth.fromHeader(header));
+    if (!principal) return; // answered already (cannot happen before the handler; for types)
     if (!hasScope(principal, scope)) {
       throw new SvcError(
         'forbidden',
