@@ -10,7 +10,7 @@ import { installAuth } from './auth-hook.js';
 import { RequestDeadline } from './deadline.js';
 import { createMetrics, installMetrics, type TowerMetrics } from './metrics.js';
 import { installProblemHandlers } from './problem.js';
-import { createValidatorCompiler } from './validation.js';
+import { createValidatorCompiler, installTextRule } from './validation.js';
 import './fastify-types.js';
 
 export type TowerPlugin = (app: FastifyInstance, ctx: TowerContext) => void | Promise<void>;
@@ -41,6 +41,7 @@ export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promis
   if (opts.https) serverOpts.https = opts.https;
   const app = Fastify(serverOpts) as unknown as FastifyInstance;
   app.setValidatorCompiler(createValidatorCompiler());
+  installTextRule(app);
   const health = opts.health;
   installProblemHandlers(app, health ? { onStoreFault: (f) => health.failed(f) } : {});
   // Before auth: the deadline covers the auth lookup too.
