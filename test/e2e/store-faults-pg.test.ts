@@ -13,10 +13,10 @@ import { createTestSchema, PG_BASE_URL } from '../support/pg.js';
 import { waitFor } from '../support/poll.js';
 import { startTowerProc, stopAll, type TowerProc } from '../support/procs.js';
 import {
-  type Answer,
+  type FaultReport,
+  faultReport,
   followDomains,
   type Load,
-  ms,
   type Probe,
   probeReady,
   startWriters,
@@ -30,7 +30,14 @@ afterEach(async () => {
 });
 
 /** The tower's limits in this test, short so faults show quickly (defaults: 15 s, 5 s, 10 s). */
-const FLAGS: string[] = [];
+const FLAGS = [
+  '--request-deadline',
+  '3s',
+  '--store-connect-timeout',
+  '1s',
+  '--store-statement-timeout',
+  '2s',
+];
 
 interface Fault {
   name: string;
@@ -67,16 +74,6 @@ const FAULTS: Fault[] = [
   { name: 'slow', begin: (p) => p.slow(25), until: 'served', end: (p) => p.slow(0) },
 ];
 
-interface Report {
-  fault: string;
-  answers: number;
-  refused: number;
-  firstRefusedMs: number | null;
-  slowestMs: number;
-  readyz: { status: number; ms: number }[];
-  recoveredMs: number;
-}
-
 describe('tower on PostgreSQL behind a faulty network', () => {
   it('answers 201 or 503, stays up, reports readiness, recovers by itself and loses no acknowledged write', async () => {
     const schema = await createTestSchema();
@@ -102,7 +99,7 @@ describe('tower on PostgreSQL behind a faulty network', () => {
     cleanups.push(() => load.stop());
     await waitFor('the first writes', () => load.answers.filter((a) => a.status === 201).length >= 10);
 
-    const reports: Report[] = [];
+    const reports: FaultReport[] = [];
     for (const fault of FAULTS) {
       const from = load.now();
       const probes: Probe[] = [];
@@ -132,18 +129,7 @@ describe('tower on PostgreSQL behind a faulty network', () => {
         probes.push(p);
         return p.status === 200;
       });
-      const firstServed = load.answers.find((a) => a.start >= lifted && a.status === 201) as Answer;
-      const inFault = load.answers.filter((a) => a.start >= from && a.start < lifted);
-      const refused = inFault.filter((a) => a.status !== 201);
-      reports.push({
-        fault: fault.name,
-        answers: inFault.length,
-        refused: refused.length,
-        firstRefusedMs: refused.length > 0 ? ms(Math.min(...refused.map((a) => a.end)) - from) : null,
-        slowestMs: ms(Math.max(0, ...inFault.map((a) => a.end - a.start))),
-        readyz: probes.map((p) => ({ status: p.status, ms: ms(p.ms) })),
-        recoveredMs: ms(firstServed.end - lifted),
-      });
+      reports.push(faultReport(fault.name, load.answers, from, lifted, probes));
       // The process is alive through every fault.
       expect(await Promise.race([tower.exited, Promise.resolve('running')])).toBe('running');
     }

@@ -12,7 +12,14 @@ import { openStream } from '../support/feed-stream.js';
 import { waitFor } from '../support/poll.js';
 import { startTowerProc, stopAll } from '../support/procs.js';
 import { smallDisk } from '../support/small-disk.js';
-import { followDomains, ms, type Probe, probeReady, startWriters } from '../support/store-load.js';
+import {
+  type FaultReport,
+  faultReport,
+  followDomains,
+  type Probe,
+  probeReady,
+  startWriters,
+} from '../support/store-load.js';
 import { makeTempDir } from '../support/tmp.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -20,6 +27,9 @@ afterEach(async () => {
   await stopAll();
   for (const c of cleanups.splice(0).reverse()) await c();
 });
+
+/** The tower's busy timeout in this test, short so the lock shows quickly (default 5 s). */
+const FLAGS = ['--store-busy-timeout', '1s'];
 
 describe('tower on SQLite with a disk that fills and a lock held elsewhere', () => {
   it('refuses writes with 503 while they fail, keeps reads and the feed, and recovers by itself', async (t) => {
@@ -36,8 +46,7 @@ describe('tower on SQLite with a disk that fills and a lock held elsewhere', () 
       disk.dir,
       '--rate-limit',
       '0',
-      '--store-busy-timeout',
-      '1s',
+      ...FLAGS,
     ]);
     disk.attach(tower.child.pid as number);
     const admin = readFileSync(join(disk.dir, 'admin.token'), 'utf8').trim();
@@ -46,7 +55,7 @@ describe('tower on SQLite with a disk that fills and a lock held elsewhere', () 
     const load = startWriters(tower.url, admin, 3);
     cleanups.push(() => load.stop());
     await waitFor('the first writes', () => load.answers.filter((a) => a.status === 201).length >= 10);
-    const reports: Record<string, unknown>[] = [];
+    const reports: FaultReport[] = [];
     const codes = disk.how === 'tmpfs' ? ['storage_full'] : ['storage_full', 'storage_io_error'];
 
     // 1. The disk fills up.
@@ -85,7 +94,7 @@ describe('tower on SQLite with a disk that fills and a lock held elsewhere', () 
       probes.push(p);
       return p.status === 200;
     });
-    reports.push(phaseReport(`disk full (${disk.how})`, load.answers, from, lifted, probes));
+    reports.push(faultReport(`disk full (${disk.how})`, load.answers, from, lifted, probes));
     const fullAnswers = load.answers.filter((a) => a.start >= from && a.start < lifted && a.status === 503);
     for (const a of fullAnswers) {
       expect(codes).toContain(a.code);
@@ -119,13 +128,13 @@ describe('tower on SQLite with a disk that fills and a lock held elsewhere', () 
       busyProbes.push(p);
       return p.status === 200;
     });
-    reports.push(phaseReport('locked by another process', load.answers, from, lifted, busyProbes));
+    reports.push(faultReport('locked by another process', load.answers, from, lifted, busyProbes));
     for (const a of load.answers.filter((x) => x.start >= from && x.start < lifted && x.status === 503)) {
       expect(a.code).toBe('storage_busy');
     }
 
     await load.stop();
-    console.log(`store faults (SQLite, --store-busy-timeout 1s):\n${JSON.stringify(reports, null, 1)}`);
+    console.log(`store faults (SQLite, ${FLAGS.join(' ')}):\n${JSON.stringify(reports, null, 1)}`);
     expect(await Promise.race([tower.exited, Promise.resolve('running')])).toBe('running');
     // Never a 500, never a request without an answer.
     for (const a of load.answers) expect([201, 503]).toContain(a.status);
@@ -148,24 +157,3 @@ describe('tower on SQLite with a disk that fills and a lock held elsewhere', () 
     expect(tower.stderr()).not.toContain('unhandled error');
   });
 });
-
-function phaseReport(
-  fault: string,
-  answers: { start: number; end: number; status: number }[],
-  from: number,
-  lifted: number,
-  probes: Probe[],
-): Record<string, unknown> {
-  const inFault = answers.filter((a) => a.start >= from && a.start < lifted);
-  const refused = inFault.filter((a) => a.status !== 201);
-  const firstServed = answers.find((a) => a.start >= lifted && a.status === 201);
-  return {
-    fault,
-    answers: inFault.length,
-    refused: refused.length,
-    firstRefusedMs: refused.length > 0 ? ms(Math.min(...refused.map((a) => a.end)) - from) : null,
-    slowestMs: ms(Math.max(0, ...inFault.map((a) => a.end - a.start))),
-    readyz: probes.map((p) => ({ status: p.status, ms: ms(p.ms) })),
-    recoveredMs: firstServed ? ms(firstServed.end - lifted) : null,
-  };
-}

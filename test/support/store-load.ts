@@ -149,3 +149,41 @@ export function followDomains(url: string, token: string): Follower {
 
 /** Round to whole milliseconds for reports. */
 export const ms = (x: number) => Math.round(x);
+
+/** What clients saw of one fault, in milliseconds (the figures of docs/operations.md). */
+export interface FaultReport {
+  fault: string;
+  /** Writes answered while the fault lasted (including those in flight when it began). */
+  answers: number;
+  refused: number;
+  /** From the fault's start to the first refusal. */
+  firstRefusedMs: number | null;
+  /** The longest any of those writes waited for its answer. */
+  slowestMs: number;
+  /** /readyz during the fault and until ready again: status and time to answer. */
+  readyz: { status: number; ms: number }[];
+  /** From the fault's end to the first write acknowledged after it. */
+  recoveredMs: number | null;
+}
+
+/** The report of a fault that began at `from` and was lifted at `lifted` (load.now() times). */
+export function faultReport(
+  fault: string,
+  answers: Answer[],
+  from: number,
+  lifted: number,
+  probes: Probe[],
+): FaultReport {
+  const during = answers.filter((a) => a.end >= from && a.start < lifted);
+  const refused = during.filter((a) => a.status !== 201);
+  const firstServed = answers.find((a) => a.start >= lifted && a.status === 201);
+  return {
+    fault,
+    answers: during.length,
+    refused: refused.length,
+    firstRefusedMs: refused.length > 0 ? ms(Math.min(...refused.map((a) => a.end)) - from) : null,
+    slowestMs: ms(Math.max(0, ...during.map((a) => a.end - a.start))),
+    readyz: probes.map((p) => ({ status: p.status, ms: ms(p.ms) })),
+    recoveredMs: firstServed ? ms(firstServed.end - lifted) : null,
+  };
+}
