@@ -14,6 +14,7 @@ interface Tower {
   kind: StoreKind;
   t: TestTower;
   slots: Slots;
+  nodeJwt: string;
 }
 
 const HOSTILE_TEXT = [
@@ -79,6 +80,8 @@ function segment(s: string): string {
 }
 
 interface Request {
+  /** Whose credential: the admin token (default) or the fixture node's JWT. */
+  as?: 'node';
   method: string;
   /** With {slots}; each path segment is URL-encoded after the slots are filled. */
   path: string[];
@@ -91,8 +94,10 @@ const req = (
   path: fc.Arbitrary<string>[],
   b?: fc.Arbitrary<Record<string, unknown>>,
   query?: fc.Arbitrary<Record<string, unknown>>,
+  as?: 'node',
 ): fc.Arbitrary<Request> =>
   fc.record({
+    ...(as ? { as: fc.constant(as) } : {}),
     method: fc.constant(method),
     path: fc.tuple(...path),
     ...(b ? { body: b } : {}),
@@ -171,6 +176,55 @@ const REQUESTS: fc.Arbitrary<Request> = fc.oneof(
     fc.record({ domain_id: c('{D}') }),
   ),
   req('POST', [c('nodes')], body({ hostname: text })),
+  req(
+    'GET',
+    [c('approvals')],
+    undefined,
+    body({ domain_id: id('D'), status: c('pending'), limit: nat, cursor: text }),
+  ),
+  req('POST', [c('approvals'), id('P'), c('approve')], body({ reason: text })),
+  req('GET', [c('inbox')], undefined, body({ agent_id: id('G'), limit: nat })),
+  req(
+    'GET',
+    [c('work'), c('missions'), id('M'), c('tasks')],
+    undefined,
+    body({ state: c('pending'), limit: nat, cursor: text }),
+  ),
+  req(
+    'POST',
+    [c('nodes'), c('events')],
+    fc.record({
+      events: fc.array(
+        body({
+          key: text,
+          type: c('progress'),
+          agent_id: text,
+          status: text,
+          payload: fc.dictionary(text, text),
+        }),
+        { minLength: 1, maxLength: 3 },
+      ),
+    }),
+    undefined,
+    'node',
+  ),
+  req(
+    'POST',
+    [c('mcp'), c('call')],
+    fc.record({ tool: c('claim_mesh_task'), args: body({ agent_id: c('{G}') }) }),
+    undefined,
+    'node',
+  ),
+  req(
+    'POST',
+    [c('mcp'), c('call')],
+    fc.record({
+      tool: c('report_progress'),
+      args: body({ task_id: c('{K}'), lease_id: text, message: text, percent: nat }),
+    }),
+    undefined,
+    'node',
+  ),
 );
 
 /** The request with this tower's ids in its slots (strings anywhere in path, query or body). */
@@ -210,9 +264,10 @@ describe('both stores answer every request the same way', () => {
         T: await made('POST', `${path}/t`, { title: 't' }),
         A: await made('POST', `${path}/artifacts`, { name: 'a' }),
         K: await made('POST', `/work/missions/${f.missionId}/tasks`, { title: 'k' }),
+        P: await made('POST', '/approvals', { domain_id: f.domainId, title: 'p' }),
         S: 'agree-secret',
       };
-      towers.push({ kind, t, slots });
+      towers.push({ kind, t, slots, nodeJwt: f.node.jwt });
     }
   });
   afterAll(async () => {
@@ -253,13 +308,13 @@ describe('both stores answer every request the same way', () => {
         for (const r of requests) {
           const statuses: number[] = [];
           const answers: unknown[] = [];
-          for (const { t, slots } of towers) {
+          for (const { t, slots, nodeJwt } of towers) {
             const { url, body: b } = fill(r, slots);
             const res = await t.tower.app.inject({
               method: r.method as 'GET',
               url,
               headers: {
-                authorization: `Bearer ${t.adminToken}`,
+                authorization: `Bearer ${r.as === 'node' ? nodeJwt : t.adminToken}`,
                 ...(b !== undefined ? { 'content-type': 'application/json' } : {}),
               },
               ...(b !== undefined ? { payload: JSON.stringify(b) } : {}),
