@@ -217,8 +217,17 @@ export class FeedHub {
    */
   async subscribe(principal: Principal, filter: FeedFilter, afterId: bigint | null, sink: SubscriberSink) {
     // With nobody subscribed the head only follows the newest id (readNew): catch up first,
-    // so "from now on" means now.
-    if (afterId === null && this.subs.size === 0) await this.skipToNewest();
+    // so "from now on" means now. A store that cannot say ends the stream at once (the
+    // client reconnects), rather than leaving it open and silent.
+    if (afterId === null && this.subs.size === 0) {
+      try {
+        await this.skipToNewest();
+      } catch (e) {
+        this.log.warn({ err: e }, 'cannot open a feed subscription: the store did not answer');
+        sink.closed('error');
+        return { close: () => {} };
+      }
+    }
     const sub: Sub = {
       principal,
       filter,
