@@ -17,6 +17,7 @@ import {
   type StoreTimeouts,
   timedConfig,
 } from './pg-connection.js';
+import { transaction } from './tx.js';
 import type { Db, Dialect, Tables } from './types.js';
 
 export interface Store {
@@ -248,7 +249,7 @@ async function applyMigrations(
   const applied: number[] = [];
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
     if (done.has(m.version)) continue;
-    await db.transaction().execute(async (trx) => {
+    await transaction(db, async (trx) => {
       await m.up(trx as unknown as Kysely<unknown>, dialect);
       await trx
         .insertInto('svc_migrations')

@@ -67,6 +67,30 @@ export interface InsertOne {
   build(nowMs: number): { row: Record<string, unknown>; event: NewEvent };
 }
 
+/**
+ * `db.transaction().execute(fn)`, except that a rollback which fails never replaces the error
+ * that caused it: SQLite ends a transaction by itself on SQLITE_FULL or an I/O error, and
+ * Kysely would then report "cannot rollback - no transaction is active" instead of the cause.
+ */
+export async function transaction<DB, T>(
+  db: Kysely<DB>,
+  fn: (trx: Transaction<DB>) => Promise<T>,
+): Promise<T> {
+  const trx = await db.startTransaction().execute();
+  let result: T;
+  try {
+    result = await fn(trx);
+  } catch (e) {
+    await trx
+      .rollback()
+      .execute()
+      .catch(() => {});
+    throw e;
+  }
+  await trx.commit().execute();
+  return result;
+}
+
 /** Upper bound on writes sharing one SQLite commit (bounds the latency of the first). */
 export const MAX_GROUP = 256;
 
@@ -117,7 +141,7 @@ export function createWrite(
     const events: NewEvent[] = [];
     const nowMs = clock.now();
     const result = await watched(
-      store.db.transaction().execute(async (trx) => {
+      transaction(store.db, async (trx) => {
         const r = await fn(txOf(trx, nowMs, events));
         await appendEvents(trx, nowMs, events);
         return r;
