@@ -94,13 +94,16 @@ export function nulField(value: unknown): string | null {
  * routes name records by path without a params schema).
  */
 export function installTextRule(app: FastifyInstance): void {
-  app.addHook('preValidation', async (req) => {
-    for (const [part, value] of [
-      ['params', req.params],
-      ['query', req.query],
-    ] as const) {
-      refuseNul(part, value);
+  // A callback hook: cheaper than an async one on every request.
+  app.addHook('preValidation', (req, _reply, done) => {
+    try {
+      refuseNul('params', req.params);
+      refuseNul('query', req.query);
+    } catch (e) {
+      done(e as Error);
+      return;
     }
+    done();
   });
 }
 
