@@ -44,7 +44,25 @@ interface ServeFlags {
   authFailureLimit?: string;
   eventRetention?: string;
   wsCompression?: boolean;
+  requestDeadline: string;
+  storeConnectTimeout: string;
+  storeStatementTimeout: string;
+  storeBusyTimeout: string;
   logLevel: string;
+}
+
+/** A duration flag in ms; "0" allowed only where it means "no limit". */
+function durationFlag(flag: string, text: string, zero: boolean): number {
+  if (zero && text.trim() === '0') return 0;
+  try {
+    const ms = parseDuration(text);
+    if (ms > 0) return ms;
+  } catch {
+    // reported below
+  }
+  throw new UsageError(
+    `invalid ${flag} "${text}": expected a duration such as 500ms, 5s or 1m${zero ? ', or 0' : ''}`,
+  );
 }
 
 export function registerTower(program: Command, deps: CommandDeps): void {
@@ -73,9 +91,35 @@ export function registerTower(program: Command, deps: CommandDeps): void {
       '--ws-compression',
       'allow per-message deflate on /events/ws for clients that ask (costs memory per connection)',
     )
+    .option(
+      '--request-deadline <duration>',
+      'answer every request within this; a store too slow or down answers 503 with Retry-After',
+      '15s',
+    )
+    .option(
+      '--store-connect-timeout <duration>',
+      'PostgreSQL: connect, or wait for a pooled connection',
+      '5s',
+    )
+    .option(
+      '--store-statement-timeout <duration>',
+      'PostgreSQL: statement_timeout of every request statement (0 = none)',
+      '10s',
+    )
+    .option(
+      '--store-busy-timeout <duration>',
+      "SQLite: wait this long for another process's write lock",
+      '5s',
+    )
     .option('--log-level <level>', 'trace|debug|info|warn|error', 'info')
     .action(async (flags: ServeFlags) => {
       const { host, port } = parseListen(flags.listen);
+      const requestDeadlineMs = durationFlag('--request-deadline', flags.requestDeadline, false);
+      const storeTimeouts = {
+        connectTimeoutMs: durationFlag('--store-connect-timeout', flags.storeConnectTimeout, false),
+        statementTimeoutMs: durationFlag('--store-statement-timeout', flags.storeStatementTimeout, true),
+      };
+      const busyTimeoutMs = durationFlag('--store-busy-timeout', flags.storeBusyTimeout, true);
       if (Boolean(flags.tlsCert) !== Boolean(flags.tlsKey)) {
         throw new UsageError('--tls-cert and --tls-key go together');
       }
@@ -115,6 +159,9 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         authFailureLimit: parseRateLimit(flags.authFailureLimit ?? '120/1m'),
         eventRetentionMs: parseDuration(flags.eventRetention ?? '7d'),
         wsCompression: flags.wsCompression === true,
+        requestDeadlineMs,
+        storeTimeouts,
+        busyTimeoutMs,
       });
       let url: string;
       try {
