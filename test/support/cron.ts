@@ -46,6 +46,15 @@ export function at(isoText: string): number {
 
 export const MIN = 60_000;
 
+/** cron.toml text of [[job]] tables, each given as its key lines. */
+export function cronToml(...jobs: string[]): string {
+  return jobs.map((j) => `[[job]]\n${j.trim()}\n`).join('\n');
+}
+
+/** The key lines of a signal job to agent-<name> with prompt "ping <name>". */
+export const signalJob = (name: string, schedule: string, extra = '') =>
+  `name = "${name}"\nschedule = "${schedule}"\nsession = "agent-${name}"\nprompt = "ping ${name}"\n${extra}`;
+
 // ---------------------------------------------------------------------------------------------
 // A cron component on a FakeClock with a real state.db, real mgmt.sock and real bash: what
 // svcd's composition root would build, minus the other components.
