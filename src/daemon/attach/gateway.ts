@@ -11,6 +11,8 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import {
   type AttachListResult,
   closeCodeOf,
@@ -24,9 +26,12 @@ import {
 import type { AttachOpen } from '../../protocol/control.js';
 import type { ErrorCode } from '../../protocol/errors.js';
 import type { Component } from '../component.js';
-import type { DaemonContext } from '../context.js';
+import type { DaemonPaths } from '../paths.js';
 import { listenUnix, type UnixListener } from '../sockets.js';
 import type { AgentTerminal, PtyTerminal } from '../supervisor/terminal.js';
+import type { TowerApi } from '../tower-client/api.js';
+import type { ControlChannel } from '../tower-client/control.js';
+import type { EventOutbox } from '../tower-client/outbox.js';
 import { TerminalSession, type Viewer, type ViewerOptions } from './session.js';
 import { type TmuxTarget, tmuxClientTerminal, tmuxWindowSize } from './tmux-client.js';
 
@@ -44,6 +49,21 @@ export interface TerminalSource {
   }[];
 }
 
+/** What the gateway uses of svcd (daemon.ts passes its DaemonContext). */
+export interface AttachContext {
+  clock: Clock;
+  log: Logger;
+  paths: Pick<DaemonPaths, 'svcdSock' | 'svcdDir'>;
+  /** For the tmux clients of mux_hosted agents. */
+  env: NodeJS.ProcessEnv;
+  /** Where attach streams dial back to. */
+  tower: Pick<TowerApi, 'baseUrl'>;
+  /** attach.open arrives here; its signature is checked with the channel's attach secret. */
+  control: Pick<ControlChannel, 'on' | 'attachSecret'>;
+  identity: { node_id: string; jwt: string };
+  events: EventOutbox;
+}
+
 export interface AttachGateway extends Component {
   /** Open sessions by agent (tests, benchmarks). */
   session(agentId: string): TerminalSession | null;
@@ -53,7 +73,7 @@ export interface AttachGateway extends Component {
 
 const MAX_FRAME_BYTES = 1024 * 1024;
 
-export function createAttachGateway(ctx: DaemonContext, source: TerminalSource): AttachGateway {
+export function createAttachGateway(ctx: AttachContext, source: TerminalSource): AttachGateway {
   const log = ctx.log.child({ component: 'attach' });
   const sessions = new Map<string, TerminalSession>();
   const muxClients = new Map<TerminalSession, PtyTerminal>();

@@ -6,11 +6,14 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { iso } from '../../lib/clock.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { FeedEvent } from '../../protocol/events.js';
 import type { Component } from '../component.js';
-import type { DaemonContext } from '../context.js';
+import type { DaemonPaths } from '../paths.js';
+import type { StateStore } from '../state/store.js';
+import type { TowerApi } from '../tower-client/api.js';
 import type { FanoutConfig } from './config-section.js';
 import type { Entry, LocalEvent } from './consumer.js';
 import { RateHold } from './hold.js';
@@ -19,6 +22,17 @@ import { MqttInput, type MqttMessage } from './mqtt.js';
 import { FanoutPosition } from './position.js';
 import { compareKeys, type EventKey, EventRing, formatEventKey, parseEventKey } from './ring.js';
 import { Upstream } from './upstream.js';
+
+/** What the fan-out uses of svcd (daemon.ts passes its DaemonContext). */
+export interface FanoutContext {
+  clock: Clock;
+  log: Logger;
+  paths: Pick<DaemonPaths, 'svcdDir'>;
+  state: StateStore;
+  /** The upstream feed is the tower's /events/stream. */
+  tower: Pick<TowerApi, 'baseUrl'>;
+  identity: { node_id: string; jwt: string };
+}
 
 export interface FanoutDeps {
   /** [fanout] of config.toml, as read at svcd start. */
@@ -125,7 +139,7 @@ export interface Fanout extends Component {
   listener(): FanoutListener;
 }
 
-export function createFanout(ctx: DaemonContext, deps: FanoutDeps): Fanout {
+export function createFanout(ctx: FanoutContext, deps: FanoutDeps): Fanout {
   const log = ctx.log.child({ component: 'fanout' });
   let config: FanoutConfig | null = null;
   let ring: EventRing<LocalEvent> | null = null;

@@ -1,11 +1,14 @@
 // The MCP bridge of svcd: `call` (validate, then forward to the tower's /mcp/call with the
 // node JWT) and `tools` (the tools and the argument schemas in force), which `svcd mcp` serves
 // to agents over stdio through mgmt.sock (methods.ts). Deciding is validate/'s; this is the shell.
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { McpCall } from '../../protocol/mesh.js';
 import { type LoadedSchemaPack, loadSchemaPack } from '../../protocol/schema-pack.js';
 import type { Component } from '../component.js';
-import type { DaemonContext } from '../context.js';
+import type { TowerApi } from '../tower-client/api.js';
+import type { EventOutbox } from '../tower-client/outbox.js';
 import { type Booster, embeddedBooster, loadBooster } from '../validate/booster.js';
 import { createToolCallValidation, type ToolCallValidation } from '../validate/pipeline.js';
 import { describeTools, type McpToolDescription } from './tools.js';
@@ -25,6 +28,17 @@ export interface McpCallReply {
 /** What a short-circuited call answers: success, with no tower result. */
 export const BOOSTER_ANSWER = { ok: true } as const;
 
+/** What the bridge uses of svcd (daemon.ts passes its DaemonContext). */
+export interface McpBridgeContext {
+  clock: Clock;
+  log: Logger;
+  /** SVC_SCHEMA_PACK_FILE: a schema pack instead of the built-in one. */
+  env: NodeJS.ProcessEnv;
+  tower: TowerApi;
+  /** Validation telemetry goes to the feed. */
+  events: EventOutbox;
+}
+
 export interface McpBridge extends Component {
   /** mcp.call: the verdict first; a call it lets through goes to the tower. */
   call(call: McpCall): Promise<McpCallReply>;
@@ -32,7 +46,10 @@ export interface McpBridge extends Component {
   tools(): McpToolsReply;
 }
 
-export function createMcpBridge(ctx: DaemonContext, opts: { boosterWasm?: string | undefined }): McpBridge {
+export function createMcpBridge(
+  ctx: McpBridgeContext,
+  opts: { boosterWasm?: string | undefined },
+): McpBridge {
   const log = ctx.log.child({ component: 'validate' });
   let loaded: LoadedSchemaPack | null = null;
   let booster: Booster | null = null;

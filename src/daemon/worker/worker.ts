@@ -6,16 +6,20 @@
 
 import type { Clock } from '../../lib/clock.js';
 import { iso, systemClock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { Agent } from '../../protocol/mesh.js';
 import type { RuntimeKind } from '../../protocol/runtimes.js';
 import type { AgentEnrollParams, WorkerEvent, WorkerRef, WorkerStartParams } from '../../protocol/worker.js';
 import type { Component } from '../component.js';
-import type { DaemonContext } from '../context.js';
 import type { CallContext } from '../mgmt/method.js';
+import type { DaemonPaths } from '../paths.js';
 import { reapOrphanGroup } from '../process/group.js';
 import { withoutCredentials } from '../runtimes/env.js';
 import type { RuntimeRunner } from '../runtimes/runner.js';
+import type { StateStore } from '../state/store.js';
+import type { TowerApi } from '../tower-client/api.js';
+import type { ControlChannel } from '../tower-client/control.js';
 import { ClaimLoop, type ClaimLoopStatus } from './claim-loop.js';
 import type { WorkerConfig } from './config-section.js';
 import type { MeshWorkApi } from './mesh-api.js';
@@ -44,6 +48,22 @@ export interface Worker extends Component {
 
 export type LoopStatus = ReturnType<typeof loopStatus>;
 
+/** What the worker uses of svcd (daemon.ts passes its DaemonContext). */
+export interface WorkerContext {
+  clock: Clock;
+  log: Logger;
+  paths: Pick<DaemonPaths, 'workDir'>;
+  /** svcd's environment (credentials are stripped before git and subagents see it). */
+  env: NodeJS.ProcessEnv;
+  state: StateStore;
+  tower: TowerApi;
+  /** task_ready and task_cancelled arrive here; agents' presence goes out. */
+  control: Pick<ControlChannel, 'on' | 'setAgentStatus'>;
+  identity: { node_id: string };
+  /** Aborted when svcd begins shutting down (ends worker.follow streams). */
+  shutdown: AbortSignal;
+}
+
 export interface WorkerDeps {
   /** The mesh (default: the tower over ctx.tower). */
   api?: MeshWorkApi;
@@ -55,7 +75,7 @@ export interface WorkerDeps {
   waits?: Clock;
 }
 
-export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, deps: WorkerDeps): Worker {
+export function createWorker(ctx: WorkerContext, runner: () => RuntimeRunner, deps: WorkerDeps): Worker {
   const log = ctx.log.child({ component: 'worker' });
   const store = createWorkerStore(ctx.state);
   const tower = deps.api ?? createTowerMesh(ctx.tower);
