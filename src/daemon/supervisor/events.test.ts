@@ -3,11 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/poll.js';
 import { FakeClock } from '../../lib/clock.js';
 import type { NewEvent } from '../../protocol/events.js';
+import type { AgentTerminal } from '../process/terminal.js';
 import type { EventOutbox } from '../tower-client/outbox.js';
 import { newAgent } from './agent.js';
 import type { UnitBackend } from './backends/types.js';
 import { createSupervisorEvents } from './events.js';
-import type { AgentTerminal } from './terminal.js';
 
 const T0 = Date.parse('2025-06-10T10:00:00Z');
 

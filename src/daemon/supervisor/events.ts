@@ -5,10 +5,10 @@
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
+import type { AgentTerminal } from '../process/terminal.js';
 import type { ProgressUpdate } from '../runtimes/progress.js';
 import type { EventOutbox } from '../tower-client/outbox.js';
 import type { Agent } from './agent.js';
-import type { AgentTerminal } from './terminal.js';
 
 export type TerminalListener = (agentId: string, terminal: AgentTerminal | null) => void;
 

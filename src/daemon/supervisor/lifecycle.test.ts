@@ -5,7 +5,7 @@ import { makeTempDir } from '../../../test/support/tmp.js';
 import { FakeClock } from '../../lib/clock.js';
 import { silentLogger } from '../../lib/log.js';
 import type { NewEvent } from '../../protocol/events.js';
-import type { ExitInfo } from '../runtimes/acp-session.js';
+import type { ExitInfo } from '../process/group.js';
 import { SessionRegistry } from '../secrets/sessions.js';
 import { defaultSvcdConfig } from '../svcd-config.js';
 import { type Agent, newAgent } from './agent.js';

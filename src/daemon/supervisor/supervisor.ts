@@ -10,6 +10,7 @@ import type { Logger } from '../../lib/log.js';
 import type { AgentStatus, ReloadResult, SignalResult } from '../../protocol/agents.js';
 import type { Component } from '../component.js';
 import type { DaemonPaths } from '../paths.js';
+import type { AgentTerminal } from '../process/terminal.js';
 import { withoutCredentials } from '../runtimes/env.js';
 import { createRuntimeRunner, type RuntimeRunner } from '../runtimes/runner.js';
 import { selfCommand } from '../runtimes/template.js';
@@ -40,7 +41,6 @@ import { createSupervisorEvents } from './events.js';
 import { createUnitLifecycle } from './lifecycle.js';
 import { deliverSignal } from './signal.js';
 import { createSupervisorStore } from './store.js';
-import type { AgentTerminal } from './terminal.js';
 import { afterManualRestart, freshWatch } from './watchdog.js';
 import { createWatchdogLoop } from './watchdog-loop.js';
 
