@@ -1,7 +1,6 @@
-// config.toml ($SVC_HOME/svcd/config.toml): the table of its sections, one per area, each
-// parsed by the area's own config-section.ts. daemon.ts reads the file once at start and hands
-// each component its sections (the supervisor re-reads it on agent.reload through daemon.ts);
-// no component reads it itself. An area adds its table with one line in CONFIG_SECTIONS.
+// config.toml's table of sections (each parsed by its area's config-section.ts). daemon.ts
+// reads the file once and hands each component its sections; no component reads it itself.
+// An area adds its table with one line in CONFIG_SECTIONS.
 import {
   type ConfigOf,
   type ConfigSections,

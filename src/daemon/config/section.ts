@@ -1,7 +1,6 @@
-// A config file made of sections (config.toml): each top-level table has its own parser,
-// and the file is the table of them that its owner hands in. Unknown tables are errors
-// naming the file, the line and the table; each section reports its own fields. A leaf:
-// the sections live with their areas, the table with the composition root (svcd-config.ts).
+// A config file made of sections: each top-level table has its own parser, and the owner hands
+// in the table of them (svcd-config.ts). Unknown tables are errors naming file, line and table.
+// A leaf: the sections live in their areas.
 import { readTomlFile, rootReader, type TableReader, type TomlDoc } from './toml.js';
 
 export interface ConfigSection<T> {

@@ -1,8 +1,6 @@
-// svcd's cron component: ticks at every minute boundary of the injected clock, asks
-// due-jobs.ts what the minute holds, claims each fire's dedup key in state.db before
-// dispatching it, and records outcomes, skips and matrix events. Decisions live in
-// due-jobs.ts, one fire's dispatch and texts in fire.ts, recording in outcomes.ts, SQL in
-// store.ts, processes in bash.ts; this file only sequences them.
+// svcd's cron component: ticks at each minute boundary of the injected clock, makes each due
+// fire's dedup key durable in state.db, then dispatches it. It only sequences: decisions are
+// due-jobs.ts, one fire fire.ts, recording outcomes.ts, SQL store.ts, processes bash.ts.
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';

@@ -1,7 +1,6 @@
-// One fire of a cron job: the history entry a due-jobs decision becomes (outcome, reason,
-// and the detail an operator reads), carrying it out (a signal to the supervisor, or bash
-// with a timeout), the outcome of that, and the cron.fire event payload. No timers and no
-// SQL: cron.ts sequences fires, store.ts records them.
+// One fire of a cron job: the history entry a decision becomes (with the detail an operator
+// reads), carrying it out (a signal to the supervisor, or bash with a timeout), its outcome
+// and its cron.fire event. No timers, no SQL: cron.ts sequences, store.ts records.
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import type { CronFireEventPayload } from '../../protocol/cron.js';

@@ -1,7 +1,6 @@
-// Where finished fires go: their outcomes are written to state.db in batches (fires that
-// finish together share one transaction), each job's history is cut back to the newest 100
-// now and then, and each outcome goes to the feed as a cron.fire event. A failed write or
-// publish is logged: it never fails a fire or the tick.
+// Finished fires: outcomes written to state.db in batches (fires that finish together share a
+// transaction), job histories trimmed now and then, cron.fire events published. A failed
+// write or publish is logged, never failing a fire or the tick.
 import type { Logger } from '../../lib/log.js';
 import type { CronFireEventPayload } from '../../protocol/cron.js';
 import type { EventOutbox } from '../tower-client/outbox.js';

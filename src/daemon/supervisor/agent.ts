@@ -1,7 +1,6 @@
-// One supervised agent as the supervisor keeps it: its spec, the backend and unit it runs
-// on, what the watchdog and the operator did to it, and the queue that serializes operations
-// on it. Plain data plus pure helpers (backend choice, fingerprint, status view); the other
-// supervisor modules mutate a record only inside exclusive().
+// One supervised agent's record (spec, backend, unit, what the watchdog and the operator did)
+// and its operation queue, with pure helpers: backend choice, fingerprint, nightly time and
+// the status view. Other supervisor modules mutate a record only inside exclusive().
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { iso } from '../../lib/clock.js';

@@ -1,7 +1,6 @@
-// What the supervisor tells others: `matrix` feed events of restarts and give-ups, `progress`
-// events of ACP agents and one-shot runs (both through the durable outbox), and, in process,
-// the attach gateway's terminal listeners. A failing publish or listener is logged, never
-// thrown into the operation that caused it.
+// What the supervisor tells others: matrix and progress feed events (through the outbox) and,
+// in process, terminal listeners (the attach gateway). A failing publish or listener is
+// logged, never thrown into the operation that caused it.
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';

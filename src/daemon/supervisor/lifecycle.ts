@@ -1,8 +1,6 @@
-// The life of one agent's unit: launch it on its backend with a fresh secrets session, see
-// it exit, halt it (its whole process group, tmux session or systemd unit), restart it,
-// re-adopt what survived a svcd restart, reap what a removed agent left, probe liveness.
-// Callers hold the agent's queue (agent.ts exclusive()); what happened goes to state.db
-// (store.ts) and to the feed (events.ts). Decides nothing: the watchdog and operators do.
+// The life of an agent's unit: launch (with a fresh secrets session), exit, halt, restart,
+// re-adoption after a svcd restart, reaping, probing, and what state.db keeps of it. Callers
+// hold the agent's queue; deciding when to act is the watchdog's and the operator's.
 import { mkdir } from 'node:fs/promises';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';

@@ -1,8 +1,6 @@
-// The supervisor component: builds its parts — the agent table (agent-table.ts), the unit
-// lifecycle (lifecycle.ts), the watchdog loop (watchdog-loop.ts), event publishing
-// (events.ts) — and carries out the operator's start/stop/restart/pause/resume/signal and
-// reload on them. Operations on one agent are serialized (agent.ts exclusive()), so the
-// watchdog and an operator never race on the same unit. Its mgmt.sock methods: methods.ts.
+// The supervisor component: composes the agent table, unit lifecycle, watchdog loop and event
+// publishing, and carries out operator requests and reload on them, one agent's operations at a
+// time (agent.ts exclusive()), so the watchdog and an operator never race on a unit.
 import { mkdir } from 'node:fs/promises';
 import type { Clock } from '../../lib/clock.js';
 import { systemClock } from '../../lib/clock.js';

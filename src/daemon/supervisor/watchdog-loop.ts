@@ -1,7 +1,6 @@
-// The watchdog loop: every [watchdog] poll it probes all units, asks watchdog.ts's step()
-// what to do with each agent, and carries the decision out through the unit lifecycle
-// (restart, nightly restart) or records a give-up. One poll at a time; stop() cancels the
-// timer and waits for a poll under way.
+// The watchdog loop: at every [watchdog] poll, probes all units, asks watchdog.ts's step()
+// about each agent and carries the decision out (restart, nightly restart, give-up). One poll
+// at a time; stop() cancels the timer and waits for a poll under way.
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
