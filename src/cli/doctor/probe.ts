@@ -10,10 +10,10 @@ import type { Clock } from '../../lib/clock.js';
 import { requestJson } from '../../lib/http.js';
 import { checkBaseUrl } from '../../lib/url.js';
 import type { NodeIdentity } from '../../protocol/nodes.js';
-import { hasUserBus } from '../commands/daemon.js';
 import type { CliIO } from '../io.js';
 import { resolveCredentials } from '../login-store.js';
 import { MgmtClient } from '../mgmt-client.js';
+import { hasUserBus } from '../user-unit.js';
 import type { DoctorFacts, HttpProbe, PathFact, ToolFact } from './facts.js';
 import { agentIdFile, readAgentId, skillsHome } from './homes.js';
 
