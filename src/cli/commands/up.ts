@@ -27,11 +27,11 @@ import { type CommandDeps, globals } from '../deps.js';
 import { ensureDir, skillsHome } from '../doctor/homes.js';
 import { mgmtCall } from '../mgmt-client.js';
 import { print } from '../output.js';
+import { UsageError } from '../run.js';
 import { alive, chooseBooster, readDaemonRecord, startSvcd, stopSvcd, svcdStatus } from '../svcd-process.js';
 
 const SVC_BIN = fileURLToPath(new URL('../svc.js', import.meta.url));
 const DEMO_PROFILE = 'demo';
-const START_TIMEOUT_MS = 30_000;
 
 interface UpState {
   tower?: { pid: number; url: string };
@@ -73,8 +73,15 @@ export function registerUp(program: Command, deps: CommandDeps): void {
     .description('start a local tower and svcd with a demo agent (again: reuses what runs)')
     .option('--port <port>', 'tower port on 127.0.0.1 (0: any free port)', '8008')
     .option('--hostname <hostname>', 'name of this node', osHostname())
-    .action(async (o: { port: string; hostname: string }, cmd: Command) => {
+    // Long: a start that fails ends the wait at once (the child's exit); only a start that
+    // hangs waits this out, and a loaded machine can take tens of seconds to start a tower.
+    .option('--timeout <seconds>', 'how long to wait for each part to come up', '120')
+    .action(async (o: { port: string; hostname: string; timeout: string }, cmd: Command) => {
       const json = Boolean(globals(cmd).json);
+      const startTimeoutMs = Number(o.timeout) * 1000;
+      if (!Number.isFinite(startTimeoutMs) || startTimeoutMs <= 0) {
+        throw new UsageError(`--timeout must be a positive number of seconds, not "${o.timeout}"`);
+      }
       const say = (line: string) => {
         if (!json) deps.io.err(line);
       };
@@ -104,7 +111,7 @@ export function registerUp(program: Command, deps: CommandDeps): void {
         url = await waitReady({
           what: 'the tower',
           child,
-          timeoutMs: START_TIMEOUT_MS,
+          timeoutMs: startTimeoutMs,
           clock: systemClock,
           ready: async () => {
             const m = /listening on (\S+)/.exec(child.output());
@@ -202,7 +209,7 @@ export function registerUp(program: Command, deps: CommandDeps): void {
           url,
           boosterWasm: booster.path,
           systemd: false,
-          timeoutMs: START_TIMEOUT_MS,
+          timeoutMs: startTimeoutMs,
           clock: systemClock,
           log,
           ready: (s) => s.tower?.connected === true,
@@ -214,7 +221,7 @@ export function registerUp(program: Command, deps: CommandDeps): void {
       await waitReady({
         what: 'the demo agent',
         child: null,
-        timeoutMs: START_TIMEOUT_MS,
+        timeoutMs: startTimeoutMs,
         clock: systemClock,
         ready: async () => {
           const list = await mgmtCall<{ items: { id: string; state: string }[] }>(mgmtSock, 'agent.list');
