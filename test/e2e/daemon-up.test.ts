@@ -72,6 +72,8 @@ describe('svc daemon up / down / install-unit', () => {
     pids.push(started.pid);
     expect(started.mode).toBe('detached');
     expect(readFileSync(join(home, 'svcd', 'svcd.pid'), 'utf8').trim()).toBe(String(started.pid));
+    // Where docs/operator-guide.md §5 says a detached svcd of `svc daemon up` logs.
+    expect(started.log).toBe(join(home, 'svcd', 'logs', 'svcd.log'));
     expect(existsSync(started.log)).toBe(true);
     const rec = JSON.parse(readFileSync(join(home, 'svcd', 'daemon.json'), 'utf8')) as {
       booster_wasm: string;
