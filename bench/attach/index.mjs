@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as nodePty from '@lydell/node-pty';
 import WebSocket from 'ws';
-import { machine, median, percentile, ROOT, today, writeSection } from '../lib/report.mjs';
+import { countChecks } from '../lib/counts.mjs';
+import { machine, median, met, percentile, ROOT, today, writeSection } from '../lib/report.mjs';
 
 const MIB = Number(process.env.BENCH_ATTACH_MIB ?? 100);
 const RUNS = Number(process.env.BENCH_ATTACH_RUNS ?? 3);
@@ -22,6 +23,21 @@ const load = () =>
 const SVC = join(ROOT, 'dist/cli/svc.js');
 const SVCD = join(ROOT, 'dist/cli/svcd.js');
 const sleepMs = (ms) => new Promise((r) => setTimeout(r, ms));
+/** Every byte of every flood arrived exactly once, or no figures are written. */
+const checks = countChecks('attach');
+
+/**
+ * Counts the bytes `x` in a chunk of terminal output: a flood is nearly all `x`, so a chunk
+ * that equals as many `x` (one native compare) is counted whole and only the others are
+ * walked byte by byte, so counting costs the viewer almost nothing.
+ */
+const XS = Buffer.alloc(1 << 20, 'x');
+function countX(chunk) {
+  if (chunk.length <= XS.length && chunk.equals(XS.subarray(0, chunk.length))) return chunk.length;
+  let n = 0;
+  for (let i = 0; i < chunk.length; i++) if (chunk[i] === 0x78) n++;
+  return n;
+}
 
 const tmp = mkdtempSync(join(tmpdir(), 'bench-attach-'));
 const home = join(tmp, 'home');
@@ -95,8 +111,11 @@ function start(bin, args, e) {
 
 // The end marker differs per flood: the next viewer's screen snapshot still shows the last one.
 let floods = 0;
+// The command starts with a token of its own: counting starts at its echo, after the rest of
+// the viewer's screen snapshot (through the tower a snapshot with scrollback spans several
+// frames, and the previous flood's x's in it are not this flood's).
 const FLOOD = (mib, n) =>
-  `head -c ${mib * 1048576} /dev/zero | tr "\\0" "x"; echo; echo DONE-$((6*7))-${n}\r`;
+  `: START-${n}; head -c ${mib * 1048576} /dev/zero | tr "\\0" "x"; echo; echo DONE-$((6*7))-${n}\r`;
 
 /** Opens a viewer and resolves once its screen snapshot arrived; fails on an error frame. */
 async function openViewer(url, headers) {
@@ -118,28 +137,47 @@ async function openViewer(url, headers) {
   return ws;
 }
 
-/** Floods MIB through a viewer: MiB/s from sending the command to the end marker. */
-async function floodThrough(url, headers) {
+/**
+ * Floods MIB through a viewer: MiB/s from sending the command to the end marker. The `x`s
+ * that arrive are counted: the flood's, once each, plus the one of the command's echo.
+ */
+async function floodThrough(what, url, headers) {
   const ws = await openViewer(url, headers);
   let bytes = 0;
+  let xs = 0;
   let tail = '';
   const n = ++floods;
   const marker = `DONE-42-${n}`;
+  const command = FLOOD(MIB, n);
+  const start = `START-${n}`;
+  let started = false;
   const t0 = performance.now();
   const done = new Promise((resolve, reject) => {
     ws.on('message', (d, bin) => {
       if (!bin) return;
+      if (!started) {
+        // Before the command's echo: the rest of the snapshot. The token cannot end in the
+        // tail kept from before (that was searched), so what follows it is a suffix of d.
+        const text = tail + d.toString('latin1');
+        const at = text.indexOf(start);
+        tail = text.slice(-64);
+        if (at < 0) return;
+        started = true;
+        d = Buffer.from(text.slice(at + start.length), 'latin1');
+      }
       bytes += d.length;
-      tail = (tail + d.toString('latin1')).slice(-64);
+      xs += countX(d);
+      tail = (tail + d.subarray(-64).toString('latin1')).slice(-64);
       if (tail.includes(marker)) resolve();
     });
     ws.once('close', (code) => reject(new Error(`the stream closed (${code}) after ${bytes} bytes`)));
   });
-  ws.send(Buffer.from(FLOOD(MIB, n)), { binary: true });
+  ws.send(Buffer.from(command), { binary: true });
   await done;
   const s = (performance.now() - t0) / 1000;
   ws.close();
-  if (bytes < MIB * 1048576) throw new Error(`only ${bytes} bytes arrived`);
+  const echoed = countX(Buffer.from(command.slice(command.indexOf(start) + start.length)));
+  checks.exact(`${what}, flood ${n}: bytes x after the command`, xs, MIB * 1048576 + echoed);
   return { mibps: bytes / 1048576 / s, seconds: s, bytes };
 }
 
@@ -177,10 +215,15 @@ function rawPty(mib) {
       rows: 40,
       encoding: null,
     });
+    let xs = 0;
     pty.onData((d) => {
       bytes += d.length;
+      xs += countX(d);
     });
-    pty.onExit(() => resolve({ mibps: bytes / 1048576 / ((performance.now() - t0) / 1000), bytes }));
+    pty.onExit(() => {
+      checks.exact('node-pty direct: bytes x', xs, mib * 1048576);
+      resolve({ mibps: bytes / 1048576 / ((performance.now() - t0) / 1000), bytes });
+    });
   });
 }
 
@@ -241,10 +284,10 @@ try {
   };
   for (let i = 0; i < RUNS; i++) {
     raw.push(await rawPty(MIB));
-    const l = await peakRss(pids, () => floodThrough(viaLocal('flood'), {}));
+    const l = await peakRss(pids, () => floodThrough('local', viaLocal('flood'), {}));
     local.push(l.r);
     keep('local', l.peak);
-    const t = await peakRss(pids, () => floodThrough(viaTower('flood'), auth));
+    const t = await peakRss(pids, () => floodThrough('through the tower', viaTower('flood'), auth));
     towered.push(t.r);
     keep('tower', t.peak);
     console.error(
@@ -288,9 +331,12 @@ noisy; compare the ratios measured side by side. \`npm run build && npm run benc
 
 Method: \`svc tower serve\` (SQLite) and \`svcd run\` as real processes on loopback; the agents are
 \`sh\` in a PTY (\`pty = true\`). **Throughput**: a viewer types
-\`head -c ${MIB}MiB /dev/zero | tr '\\0' x; echo; echo DONE-$((6*7))\` and counts the bytes that
-arrive until DONE-42 does (a fresh marker each run; fewer than ${MIB} MiB fails the run); through the tower
+\`: START-n; head -c ${MIB}MiB /dev/zero | tr '\\0' x; echo; echo DONE-$((6*7))-n\` and counts the bytes that
+arrive from its echo until DONE-42-n does (fresh markers each run); through the tower
 (\`/api/attach-ws\`, Bearer; tower → node dial-back → svcd) vs the same agent over svcd.sock.
+Counts start at the command's echo (what comes before it is the rest of the viewer's screen
+snapshot) and are checked, or nothing is written: every run delivers the flood's ${MIB} MiB
+of \`x\` exactly (the \`x\`s counted equal the flood's plus the one of the command's echo).
 Both paths keep the headless xterm screen state in svcd, with flow control end to end.
 "node-pty direct" reads the same command's PTY in the benchmark process with nothing else (the
 ceiling, not a peer of svcd). Runs alternate; medians of ${RUNS}. Peak RSS sampled every 100 ms
@@ -305,7 +351,7 @@ watches another agent on the same node run \`yes\`.
 | through the tower               | ${f1(med(towered))} | ${towered.map((x) => f1(x.mibps)).join(', ')} | ${f1(rss.tower.tower)} / ${f1(rss.tower.svcd)} |
 
 Through the tower: ${ratio.toFixed(0)} % of local (target ≥ 50 %: ${verdict(ratio >= 50)}). All
-${MIB} MiB arrived in every run.
+${MIB} MiB arrived in every run, each byte once.
 
 | echo round trip through the tower (ms) | n | p50 | p95 | p99 | max |
 | -------------------------------------- | - | --- | --- | --- | --- |
@@ -314,7 +360,22 @@ ${row(`while another viewer floods (${f1(noiseRate)} MiB/s)`, busy)}
 
 Target: echo p99 under 10 ms — quiet: ${verdict(p99q < 10)}, while flooding: ${verdict(p99b < 10)}.
 `;
-  writeSection('attach', md);
+  // Written only when the counts hold; the process exits 1 after cleaning up otherwise.
+  if (checks.failures.length === 0)
+    writeSection('attach', md, [
+      {
+        peer: 'local svcd.sock (node-pty direct as ceiling)',
+        target: 'through the tower ≥ 50 % of local throughput',
+        result: `${ratio.toFixed(0)} % (${f1(med(towered))} vs ${f1(med(local))} MiB/s); every byte once`,
+        met: met(ratio >= 50),
+      },
+      {
+        peer: '–',
+        target: 'keystroke echo p99 < 10 ms through the tower, quiet / while another viewer floods',
+        result: `${f2(p99q)} / ${f2(p99b)} ms`,
+        met: met(p99q < 10 && p99b < 10),
+      },
+    ]);
   console.log(md);
 } finally {
   cleanup();
@@ -322,3 +383,4 @@ Target: echo p99 under 10 ms — quiet: ${verdict(p99q < 10)}, while flooding: $
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
   rmSync(tmp, { recursive: true, force: true });
 }
+checks.orExit();

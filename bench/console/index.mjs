@@ -10,7 +10,7 @@ import os, { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
-import { machine, median, percentile, ROOT, today, writeSection } from '../lib/report.mjs';
+import { machine, median, met, percentile, ROOT, today, writeSection } from '../lib/report.mjs';
 
 const RUNS = Number(process.env.BENCH_CONSOLE_RUNS ?? 15);
 const CHROMIUM = process.env.SVC_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -183,4 +183,17 @@ ${verdict()}
 console.log(md);
 if (total.gzip > 300 * 1024 || median(runs.signin) > 1000)
   console.log('NOTE: a target is not met on this run');
-writeSection('console', md);
+writeSection('console', md, [
+  {
+    peer: '–',
+    target: 'built console < 300 KiB gzipped',
+    result: `${KiB(total.gzip)} KiB in all, ${KiB(first.gzip)} KiB on first load`,
+    met: met(total.gzip <= 300 * 1024),
+  },
+  {
+    peer: 'bare one-line page, same browser',
+    target: 'first render < 1 s on loopback',
+    result: `${median(runs.signin).toFixed(0)} ms to sign-in, ${median(runs.domains).toFixed(0)} ms to Domains with data (bare page ${median(runs.bare).toFixed(0)} ms)`,
+    met: met(median(runs.signin) <= 1000),
+  },
+]);

@@ -10,6 +10,7 @@ import http from 'node:http';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
+import { countChecks } from '../lib/counts.mjs';
 import { machine, median, percentile, ROOT, today, writeSection } from '../lib/report.mjs';
 
 const SUBS = (process.env.BENCH_FANOUT_SUBS ?? '1,100').split(',').map(Number);
@@ -19,6 +20,8 @@ const SECONDS = Number(process.env.BENCH_DURATION ?? 4);
 const BROKER = process.env.BENCH_MQTT_URL ?? 'mqtt://127.0.0.1:1883';
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** Every message published reached every consumer exactly once, or no figures are written. */
+const checks = countChecks('fanout');
 
 function startProc(args, env, ready) {
   const child = spawn(process.execPath, args, {
@@ -141,6 +144,7 @@ async function setup() {
     local: st.listen,
     topic,
     svcdPid: svcd.child.pid,
+    /** Resolves true once the tower stored the event (202), false otherwise. */
     publishTower(payload) {
       return fetch(`${url}/nodes/events`, {
         method: 'POST',
@@ -148,11 +152,18 @@ async function setup() {
         body: JSON.stringify({
           events: [{ key: `b${key++}`, type: 'progress', agent_id: 'bench', payload }],
         }),
-      }).then((r) => r.arrayBuffer());
+      })
+        .then(async (r) => {
+          await r.arrayBuffer();
+          return r.status === 202;
+        })
+        .catch(() => false);
     },
+    /** Resolves true once the client handed the message to the broker (QoS 0: no ack). */
     publishMqtt(payload) {
-      publisher.publish(`${topic}/x`, JSON.stringify(payload));
-      return Promise.resolve();
+      return new Promise((resolve) =>
+        publisher.publish(`${topic}/x`, JSON.stringify(payload), (err) => resolve(!err)),
+      );
     },
     admin,
     async teardown() {
@@ -164,14 +175,27 @@ async function setup() {
   };
 }
 
-/** N consumers of one path; each records latency per bench event of the current run. */
+/**
+ * N consumers of one path; each records latency per bench event of the current run, and the
+ * `seq`s it got, so each consumer's deliveries can be checked (each message exactly once).
+ * A bench message of an earlier run arriving later is counted as stale: a late duplicate.
+ */
 async function consumers(kind, s, n) {
   const lat = [];
   let run = null;
   let got = 0;
-  const record = (payload) => {
-    if (!payload || payload.run !== run) return;
+  let stale = 0;
+  let seen = [];
+  let repeats = 0;
+  const record = (i, payload) => {
+    if (typeof payload?.run !== 'string') return;
+    if (payload.run !== run) {
+      stale++;
+      return;
+    }
     got++;
+    if (seen[i].has(payload.seq)) repeats++;
+    else seen[i].add(payload.seq);
     lat.push(now() - payload.t);
   };
   const closers = [];
@@ -181,20 +205,20 @@ async function consumers(kind, s, n) {
         await sseConsumer(
           `${s.url}/events/stream?type=progress`,
           { authorization: `Bearer ${s.admin}` },
-          (ev) => record(ev.payload),
+          (ev) => record(i, ev.payload),
         ),
       );
     } else if (kind === 'svcd') {
       closers.push(
         await sseConsumer(`${s.local}/events`, {}, (ev) =>
-          record(ev.payload?.source === 'mqtt' ? ev.payload.payload : ev.payload),
+          record(i, ev.payload?.source === 'mqtt' ? ev.payload.payload : ev.payload),
         ),
       );
     } else {
       const c = mqtt.connect(BROKER);
       await new Promise((r) => c.once('connect', r));
       await c.subscribeAsync(`${s.topic}/#`);
-      c.on('message', (_t, buf) => record(JSON.parse(buf.toString())));
+      c.on('message', (_t, buf) => record(i, JSON.parse(buf.toString())));
       closers.push({ close: () => c.end(true) });
     }
   }
@@ -203,14 +227,24 @@ async function consumers(kind, s, n) {
       run = r;
       lat.length = 0;
       got = 0;
+      repeats = 0;
+      seen = Array.from({ length: n }, () => new Set());
     },
-    result: () => ({ got, lat: [...lat].sort((a, b) => a - b) }),
+    result: () => ({
+      got,
+      repeats,
+      fewest: Math.min(...seen.map((x) => x.size)),
+      most: Math.max(...seen.map((x) => x.size)),
+      lat: [...lat].sort((a, b) => a - b),
+    }),
+    stale: () => stale,
     close: () => {
       for (const c of closers) c.close();
     },
   };
 }
 
+/** Publishes at `rate` for SECONDS; returns how many were sent and how many of them failed. */
 async function publishAt(publish, rate, runId) {
   const start = now();
   let sent = 0;
@@ -220,8 +254,18 @@ async function publishAt(publish, rate, runId) {
     for (let i = 0; i < due; i++) pending.push(publish({ run: runId, seq: sent++, t: now() }));
     await sleep(2);
   }
-  await Promise.all(pending);
-  return sent;
+  const failed = (await Promise.all(pending)).filter((ok) => !ok).length;
+  return { sent, failed };
+}
+
+/** Each of a group's n consumers got each of the `sent` messages of its run exactly once. */
+function checkRun(what, r, sent, n) {
+  checks.exact(`${what}: deliveries`, r.got, sent * n);
+  checks.that(
+    r.fewest === sent && r.most === sent,
+    `${what}: each consumer should have got ${sent} distinct messages, got between ${r.fewest} and ${r.most}`,
+  );
+  checks.exact(`${what}: messages a consumer got twice`, r.repeats, 0);
 }
 
 async function waitAll(groups, expected, ms = 15_000) {
@@ -252,17 +296,24 @@ for (const n of SUBS) {
       const r1 = `t${++runId}`;
       via.start(r1);
       direct.start(r1);
-      const sent1 = await publishAt((p) => s.publishTower(p), rate, r1);
-      await waitAll([via, direct], sent1 * n);
-      acc['tower → svcd → /events'].push({ sent: sent1 * n, ...via.result() });
-      acc['tower /events/stream (direct)'].push({ sent: sent1 * n, ...direct.result() });
+      const t = await publishAt((p) => s.publishTower(p), rate, r1);
+      const what = `${n} consumers x ${rate}/s round ${round + 1}`;
+      checks.exact(`${what}: tower publish failures`, t.failed, 0);
+      await waitAll([via, direct], t.sent * n);
+      checkRun(`tower → svcd → /events, ${what}`, via.result(), t.sent, n);
+      checkRun(`tower /events/stream, ${what}`, direct.result(), t.sent, n);
+      acc['tower → svcd → /events'].push({ sent: t.sent * n, ...via.result() });
+      acc['tower /events/stream (direct)'].push({ sent: t.sent * n, ...direct.result() });
       const r2 = `m${++runId}`;
       via.start(r2);
       broker.start(r2);
-      const sent2 = await publishAt((p) => s.publishMqtt(p), rate, r2);
-      await waitAll([via, broker], sent2 * n);
-      acc['mosquitto → svcd → /events'].push({ sent: sent2 * n, ...via.result() });
-      acc['mosquitto subscriber (direct)'].push({ sent: sent2 * n, ...broker.result() });
+      const m = await publishAt((p) => s.publishMqtt(p), rate, r2);
+      checks.exact(`${what}: MQTT publish failures`, m.failed, 0);
+      await waitAll([via, broker], m.sent * n);
+      checkRun(`mosquitto → svcd → /events, ${what}`, via.result(), m.sent, n);
+      checkRun(`mosquitto subscriber, ${what}`, broker.result(), m.sent, n);
+      acc['mosquitto → svcd → /events'].push({ sent: m.sent * n, ...via.result() });
+      acc['mosquitto subscriber (direct)'].push({ sent: m.sent * n, ...broker.result() });
     }
     for (const [path, runs] of Object.entries(acc)) {
       const row = {
@@ -279,6 +330,14 @@ for (const n of SUBS) {
       console.log(JSON.stringify(row));
     }
   }
+  // A message of an earlier run that came after its run's counts were checked: a duplicate.
+  for (const [path, g] of [
+    ['svcd /events', via],
+    ['tower /events/stream', direct],
+    ['mosquitto subscriber', broker],
+  ]) {
+    checks.exact(`${path}, ${n} consumers: messages delivered after their run ended`, g.stale(), 0);
+  }
   via.close();
   direct.close();
   broker.close();
@@ -287,6 +346,7 @@ for (const n of SUBS) {
 await s.teardown();
 load.push(os.loadavg()[0]);
 
+checks.orExit();
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
 const table = [
   '| path | consumers | events/s | delivered / expected | p50 ms | p99 ms | svcd RSS (MiB) |',
@@ -336,11 +396,21 @@ ${added}
 
 Reading it: \`events/s\` is the publisher's target; \`expected\` counts what it managed to
 publish (one HTTP request per tower event, so on a loaded machine it falls short at 200/s).
+Counts are checked, or nothing is written: every publish accepted, and each consumer of each
+path got each message of its run exactly once (none missing, none twice, none after its run).
 Where the direct path itself takes seconds, both paths wait in the same backlog (the tower's
 writes, or — at 100 consumers x 200 events/s, 40 000 SSE/MQTT deliveries a second — this one
 bench process parsing them): the difference then measures that queue, not the relay. The rows
 where the direct path is not saturated are the relay's cost: one more SSE hop through svcd
 (tower events), or MQTT decode plus SSE (MQTT messages); nothing is lost in any row.
 `,
+  [
+    {
+      peer: 'tower /events/stream direct; Mosquitto subscriber',
+      target: '–',
+      result: `relay adds p50 / p99 ${relay(SUBS[0], RATES[0], 'tower → svcd → /events', 'tower /events/stream (direct)')} ms (tower events), ${relay(SUBS[0], RATES[0], 'mosquitto → svcd → /events', 'mosquitto subscriber (direct)')} ms (MQTT), ${SUBS[0]} consumer(s) x ${RATES[0]}/s; every message delivered once`,
+      met: '–',
+    },
+  ],
 );
 console.log('wrote the fanout section of BENCHMARKS.md');

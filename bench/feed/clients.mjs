@@ -5,16 +5,19 @@
 // streams in about that order, so the first ones would see only the start of each fan-out),
 // are full clients (every event parsed; node:http SSE for svc, socket.io-client for
 // socket.io). The others only count events, straight from the bytes of their raw TCP socket
-// (SSE: `data:` lines; socket.io: engine.io `42` event packets in WebSocket frames), read
+// (SSE: `id:` lines; socket.io: engine.io `42` event packets in WebSocket frames), read
 // into one buffer they all share, so the subscribers' process, which shares the machine with
 // the server, measures the server rather than itself; both peers' counting readers do the
-// same minimal work.
+// same minimal work (counters.mjs), on the bytes of their own read only.
+// Counts are kept per subscriber, and the sampled ones also note each event's `seq`, so
+// index.mjs can check that every subscriber got every event exactly once.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { io } from 'socket.io-client';
 import WebSocket from 'ws';
+import { sseCounter, wsFrames } from './counters.mjs';
 
 const [kind, url, token, nText] = process.argv.slice(2);
 const N = Number(nText);
@@ -35,19 +38,45 @@ lag.enable();
 let delivered = 0;
 let lastAt = 0;
 let samples = [];
+/** Events each subscriber received since the last reset. */
+const perSubscriber = new Uint32Array(N);
+/** The `seq`s each sampled subscriber received since the last reset, and the repeats. */
+let seqs = new Map();
+let repeats = 0;
 const closers = [];
 
-function onEvent(i, t) {
+function onEvent(i, payload) {
   delivered++;
+  perSubscriber[i]++;
   const at = now();
   lastAt = at;
-  if (sampled(i)) samples.push(at - t);
+  if (!sampled(i)) return;
+  samples.push(at - payload.t);
+  let seen = seqs.get(i);
+  if (!seen) {
+    seen = new Set();
+    seqs.set(i, seen);
+  }
+  if (seen.has(payload.seq)) repeats++;
+  else seen.add(payload.seq);
 }
 
-function counted(n) {
+function counted(i, n) {
   if (n === 0) return;
   delivered += n;
+  perSubscriber[i] += n;
   lastAt = now();
+}
+
+/** The counts since the last reset: in all, the fewest and most per subscriber, repeats. */
+function counts() {
+  let min = Number.POSITIVE_INFINITY;
+  let max = 0;
+  for (const n of perSubscriber) {
+    if (n < min) min = n;
+    if (n > max) max = n;
+  }
+  return { delivered, min: N > 0 ? min : 0, max, repeats };
 }
 
 /**
@@ -96,59 +125,21 @@ function headEnd(text) {
   return at < 0 ? -1 : at + 4;
 }
 
-const MARKER = Buffer.from('\ndata: ');
-/**
- * Counts SSE messages (`data:` lines) in the raw bytes of the response (HTTP chunk framing
- * never falls inside a marker: JSON escapes newlines, and framing adds none before `data:`),
- * with `partial` bytes of a marker left at the end of the previous read (the marker repeats
- * no prefix of itself, so that is all the state a split marker needs).
- */
-function sseCounter() {
-  let partial = 0;
-  return (buf, from, to) => {
-    let n = 0;
-    if (partial > 0) {
-      const take = Math.min(MARKER.length - partial, to - from);
-      const matches = buf.compare(MARKER, partial, partial + take, from, from + take) === 0;
-      if (!matches) partial = 0;
-      else if (partial + take === MARKER.length) {
-        n++;
-        partial = 0;
-      } else {
-        partial += take;
-        return n;
-      }
-    }
-    let at = buf.indexOf(MARKER, from);
-    while (at >= 0) {
-      n++;
-      at = buf.indexOf(MARKER, at + MARKER.length);
-    }
-    for (let k = Math.min(MARKER.length - 1, to - from); k > 0; k--) {
-      if (buf.compare(MARKER, 0, k, to - k, to) === 0) {
-        partial = k;
-        break;
-      }
-    }
-    return n;
-  };
-}
-
-/** A counting SSE reader: GET /events/stream over a raw socket, `data:` lines counted. */
-function openSseCounter() {
+/** A counting SSE reader: GET /events/stream over a raw socket, events' `id:` lines counted. */
+function openSseCounter(i) {
   return new Promise((resolve, reject) => {
     const { host } = new URL(url);
     const count = sseCounter();
     rawConnect(
       `GET /events/stream?type=progress HTTP/1.1\r\nhost: ${host}\r\nauthorization: Bearer ${token}\r\naccept: text/event-stream\r\n\r\n`,
       'HTTP/1.1 200',
-      { onHead: resolve, onBody: (buf, from, to) => counted(count(buf, from, to)), onError: reject },
+      { onHead: resolve, onBody: (buf, from, to) => counted(i, count(buf, from, to)), onError: reject },
     );
   });
 }
 
 function openSse(i) {
-  if (!sampled(i)) return openSseCounter();
+  if (!sampled(i)) return openSseCounter(i);
   return new Promise((resolve, reject) => {
     const req = http.get(
       `${url}/events/stream?type=progress`,
@@ -163,8 +154,10 @@ function openSse(i) {
           let at = 0;
           let end = buf.indexOf('\n\n');
           while (end >= 0) {
-            const d = buf.indexOf('data: ', at);
-            if (d >= 0 && d < end) onEvent(i, JSON.parse(buf.slice(d + 6, end)).payload.t);
+            // Feed events only: `retry:`, comments and a `reset` carry no `id:` line.
+            const block = buf.slice(at, end);
+            const d = block.indexOf('\ndata: ');
+            if (block.startsWith('id: ') && d >= 0) onEvent(i, JSON.parse(block.slice(d + 7)).payload);
             at = end + 2;
             end = buf.indexOf('\n\n', at);
           }
@@ -183,8 +176,8 @@ function openWs(i) {
       headers: { authorization: `Bearer ${token}` },
       perMessageDeflate: false,
     });
-    if (sampled(i)) ws.on('message', (data) => onEvent(i, JSON.parse(data).payload.t));
-    else ws.on('message', () => counted(1));
+    if (sampled(i)) ws.on('message', (data) => onEvent(i, JSON.parse(data).payload));
+    else ws.on('message', () => counted(i, 1));
     ws.once('open', resolve);
     ws.once('error', reject);
     closers.push(() => ws.terminate());
@@ -201,65 +194,31 @@ function clientFrame(text) {
  * A counting socket.io reader: engine.io 4 over a raw WebSocket (handshake, frame headers
  * parsed in place, open/ping/connect answered, `42` event packets counted).
  */
-function openSocketIoCounter() {
+function openSocketIoCounter(i) {
   return new Promise((resolve, reject) => {
     const { host } = new URL(url);
-    // Frame parsing state: header bytes seen of the current frame, its payload bytes still
-    // to skip, and the first two payload bytes (engine.io and socket.io packet types).
-    const hdr = Buffer.alloc(14);
-    let hdrLen = 0;
-    let left = -1;
-    let lead = [];
     let socket = null;
-    const packet = (a, b) => {
-      // Engine.io packet types: 0 open, 2 ping, 4 message; socket.io 0 connect, 2 event.
-      if (a === 0x34 && b === 0x32) counted(1);
+    // Engine.io packet types: 0 open, 2 ping, 4 message; socket.io 0 connect, 2 event.
+    const frames = wsFrames((a, b) => {
+      if (a === 0x34 && b === 0x32) counted(i, 1);
       else if (a === 0x32) socket.write(clientFrame('3'));
       else if (a === 0x30) socket.write(clientFrame('40'));
       else if (a === 0x34 && b === 0x30) resolve();
-    };
-    const frames = (buf, from, to) => {
-      let at = from;
-      while (at < to) {
-        if (left < 0) {
-          // Reading a header: 2 bytes, then 2 or 8 more for the length (server frames are unmasked).
-          hdr[hdrLen++] = buf[at++];
-          if (hdrLen < 2) continue;
-          const len7 = hdr[1] & 0x7f;
-          const need = len7 === 126 ? 4 : len7 === 127 ? 10 : 2;
-          if (hdrLen < need) continue;
-          left = len7 === 126 ? hdr.readUInt16BE(2) : len7 === 127 ? Number(hdr.readBigUInt64BE(2)) : len7;
-          hdrLen = 0;
-          lead = [];
-          if (left === 0) {
-            left = -1;
-            continue;
-          }
-        }
-        const take = Math.min(left, to - at);
-        for (let k = 0; lead.length < 2 && k < take; k++) lead.push(buf[at + k]);
-        at += take;
-        left -= take;
-        if (left === 0) {
-          left = -1;
-          packet(lead[0], lead[1]);
-        }
-      }
-    };
+    });
     socket = rawConnect(
       `GET /socket.io/?EIO=4&transport=websocket HTTP/1.1\r\nhost: ${host}\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\nsec-websocket-key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
       'HTTP/1.1 101',
-      // Open once socket.io's connect packet arrives (packet() resolves).
+      // Open once socket.io's connect packet arrives (the frame callback resolves).
       { onHead: () => {}, onBody: frames, onError: reject },
     );
   });
 }
 
 function openSocketIo(i) {
-  if (!sampled(i)) return openSocketIoCounter();
+  if (!sampled(i)) return openSocketIoCounter(i);
   return new Promise((resolve, reject) => {
     const s = io(url, { transports: ['websocket'], forceNew: true, reconnection: false });
-    s.on('event', (ev) => onEvent(i, ev.payload.t));
+    s.on('event', (ev) => onEvent(i, ev.payload));
     s.once('connect', resolve);
     s.once('connect_error', reject);
     closers.push(() => s.close());
@@ -283,17 +242,23 @@ process.on('message', async (m) => {
       process.send({ error: e.message });
     }
   } else if (m.cmd === 'reset') {
+    // Answers the counts of the step that ends here (deliveries that came after its wait
+    // ended included), then starts the next one from zero.
+    const before = counts();
     delivered = 0;
     lastAt = 0;
     samples = [];
+    perSubscriber.fill(0);
+    seqs = new Map();
+    repeats = 0;
     lag.reset();
-    process.send({ reset: true });
+    process.send(before);
   } else if (m.cmd === 'stats') {
     const sorted = Float64Array.from(samples).sort();
     const pct = (p) =>
       sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] : NaN;
     process.send({
-      delivered,
+      ...counts(),
       lastAt,
       p50: pct(0.5),
       p99: pct(0.99),

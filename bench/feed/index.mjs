@@ -12,7 +12,8 @@ import http from 'node:http';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { io } from 'socket.io-client';
-import { machine, median, ROOT, today, writeSection } from '../lib/report.mjs';
+import { countChecks } from '../lib/counts.mjs';
+import { machine, median, met, ROOT, today, writeSection } from '../lib/report.mjs';
 
 const SIZES = (process.env.BENCH_FEED_SUBS ?? '1000,5000').split(',').map(Number);
 /**
@@ -37,6 +38,8 @@ const PAD = 'p'.repeat(48);
 const TAIL_S = 1;
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** Every event published reached every subscriber exactly once, or no figures are written. */
+const checks = countChecks('feed');
 
 /** The same envelope the tower sends, so both peers move messages of one size. */
 function envelope(payload, id) {
@@ -232,6 +235,19 @@ async function publishAt(p, rate, seconds = SECONDS) {
   return { sent, start, end: now() };
 }
 
+/**
+ * Checks the counts of one step as the subscribers' process reported them when it ended:
+ * each of the n subscribers got each of the `each` events published exactly once.
+ */
+function checkStep(what, counts, each, n) {
+  checks.exact(`${what}: deliveries`, counts.delivered, each * n);
+  checks.that(
+    counts.min === each && counts.max === each,
+    `${what}: each subscriber should have got ${each} events, got between ${counts.min} and ${counts.max}`,
+  );
+  checks.exact(`${what}: events a sampled subscriber got twice`, counts.repeats, 0);
+}
+
 /** Waits until the subscribers got `expected` events, or made no progress for 3 s. */
 async function delivered(c, expected) {
   let last = -1;
@@ -257,19 +273,29 @@ async function measure(name, n) {
   const connectS = (now() - t0) / 1000;
   await sleep(3000);
   const rssIdle = rssKiB(p.pid);
-  // Warm-up, not counted: both servers (and the subscribers) run their delivery path a while
+  // Warm-up, not measured: both servers (and the subscribers) run their delivery path a while
   // at the first rate before anything is measured, so no row pays for first-run compilation.
+  // The counts of each step (the warm-up's too) are checked as they stand when the next step
+  // resets them, so an event delivered after the step's wait ended is counted (a duplicate
+  // shows as one too many).
+  let step = null;
   if (WARMUP > 0) {
     const { sent } = await publishAt(p, ratesFor(n)[0], WARMUP);
-    await delivered(c, (sent - (await p.settle())) * n);
+    const failed = await p.settle();
+    checks.exact(`${name} ${n} subscribers, warm-up: publish failures`, failed, 0);
+    await delivered(c, (sent - failed) * n);
+    step = { what: `${name} ${n} subscribers, warm-up`, each: sent - failed };
   }
   const rows = [];
   for (const rate of ratesFor(n)) {
-    await c.ask('reset');
+    const before = await c.ask('reset');
+    if (step) checkStep(step.what, before, step.each, n);
     const cpu0 = [cpuMs(p.pid), cpuMs(c.child.pid)];
     const { sent, start, end } = await publishAt(p, rate);
     const failed = await p.settle();
+    checks.exact(`${name} ${n} subscribers x ${rate} events/s: publish failures`, failed, 0);
     const s = await delivered(c, (sent - failed) * n);
+    step = { what: `${name} ${n} subscribers x ${rate} events/s`, each: sent - failed };
     // The offered rate (rate x n) times the share of the offered events delivered, so peers
     // that both deliver everything tie whatever their last event's latency or the publisher's
     // timing (a step may publish one event fewer for one peer); a peer whose last delivery
@@ -299,6 +325,7 @@ async function measure(name, n) {
     });
     console.log(JSON.stringify(rows.at(-1)));
   }
+  if (step) checkStep(step.what, await c.ask('stats'), step.each, n);
   const exited = new Promise((r) => c.child.once('exit', r));
   c.child.send({ cmd: 'close' });
   await exited;
@@ -330,6 +357,15 @@ let load = [os.loadavg()[0]];
 const runs = [];
 if (process.env.BENCH_FEED_FROM_LOG) {
   runs.push(...runsFromLog(process.env.BENCH_FEED_FROM_LOG));
+  // A log holds each step's totals only (the per-subscriber checks ran when it was made).
+  for (const x of runs.flatMap((r) => r.rows)) {
+    checks.exact(
+      `${x.peer} ${x.n} subscribers x ${x.rate} events/s (log): deliveries`,
+      x.delivered,
+      x.expected,
+    );
+    checks.exact(`${x.peer} ${x.n} subscribers x ${x.rate} events/s (log): publish failures`, x.failed, 0);
+  }
   // Logs of several runs may be joined: the load range covers them all.
   const loads = readFileSync(process.env.BENCH_FEED_FROM_LOG, 'utf8')
     .split('\n')
@@ -409,8 +445,17 @@ const row = (peer, n, rate) =>
   results.flatMap((r) => r.rows).find((x) => x.peer === peer && x.n === n && x.rate === rate);
 const mem = (peer, n) => results.find((r) => r.mem.peer === peer && r.mem.n === n)?.mem;
 const targets = [];
+/** The summary table's rows (BENCHMARKS.md's top): one per target. */
+const summary = [];
+const sio = () => (PEERS.includes('socket.io') ? 'socket.io 4' : '–');
 const at200 = row('svc', 1000, 200);
 if (at200) {
+  summary.push({
+    peer: sio(),
+    target: 'p99 < 50 ms at 1 000 subscribers x 200 events/s',
+    result: `${fmt(at200.p99)} ms (socket.io ${fmt(row('socket.io', 1000, 200)?.p99)} ms)`,
+    met: met(at200.p99 < 50),
+  });
   targets.push(
     `- p99 under 50 ms at 1 000 subscribers x 200 events/s: ${at200.p99 < 50 ? 'met' : 'not met'} (${fmt(at200.p99)} ms; socket.io ${fmt(row('socket.io', 1000, 200)?.p99)} ms).`,
   );
@@ -424,6 +469,15 @@ if (at200) {
 }
 const idle = SIZES.map((n) => mem('svc', n)).filter(Boolean);
 if (idle.length) {
+  summary.push({
+    peer: sio(),
+    target: '< 20 KiB RSS per idle subscriber',
+    result: SIZES.map(
+      (n) =>
+        `${fmt(mem('svc', n)?.perSubKiB)} KiB at ${n} (socket.io ${fmt(mem('socket.io', n)?.perSubKiB)})`,
+    ).join(', '),
+    met: met(idle.every((m) => m.perSubKiB < 20)),
+  });
   targets.push(
     `- under 20 KiB RSS per idle subscriber: ${idle.every((m) => m.perSubKiB < 20) ? 'met' : 'not met'} (${idle.map((m) => `${m.perSubKiB.toFixed(1)} KiB at ${m.n}`).join(', ')}).`,
   );
@@ -435,11 +489,19 @@ const pairs = results
   .filter(([, y]) => y);
 if (pairs.length) {
   const worse = pairs.filter(([x, y]) => x.perSec < y.perSec);
+  const ratios = pairs.map(([x, y]) => x.perSec / y.perSec);
+  summary.push({
+    peer: sio(),
+    target: "delivered events/s ≥ socket.io's, every event delivered exactly once",
+    result: `svc / socket.io ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}x over ${pairs.length} rows; counts checked`,
+    met: met(worse.length === 0),
+  });
   targets.push(
     `- delivered throughput at least socket.io's: ${worse.length === 0 ? 'met' : `met in ${pairs.length - worse.length} of ${pairs.length} rows`} (svc / socket.io: ${pairs.map(([x, y]) => `${(x.perSec / y.perSec).toFixed(2)}`).join(', ')}, in table order).`,
   );
 }
 
+checks.orExit();
 writeSection(
   'feed',
   `## feed (${today()})
@@ -458,9 +520,12 @@ sampled on 100 subscribers spread evenly over the connection order (every n/100-
 servers write to their streams in about that order, so the first ones would see only the
 start of each fan-out), full clients that parse every event. The others, for both peers alike,
 only count events: each reads its raw TCP socket into one buffer all of them share (net's
-\`onread\`: no allocation, stream or HTTP/WebSocket client per read) and counts SSE \`data:\`
-lines or socket.io event packets (WebSocket frame headers parsed in place, engine.io open and
-ping answered) in the bytes as they are. The subscribers' process shares the 2 cores with the
+\`onread\`: no allocation, stream or HTTP/WebSocket client per read) and counts SSE events
+(their \`id:\` lines) or socket.io event packets (WebSocket frame headers parsed in place,
+engine.io open and ping answered) in the bytes of that read, never past its end (the rest of
+the shared buffer is another socket's). Counts are checked, or nothing is written: each
+subscriber got each published event exactly once (its count equals the events published, and
+the sampled ones saw no event twice), for every step and the warm-up, and no publish failed. The subscribers' process shares the 2 cores with the
 server, and an event that arrives while it is busy or in a GC pause waits in its socket, which
 counts as latency: with full HTTP clients as counters it used as much CPU as the tower and
 its major GCs paused it for tens of ms several times a second. Its own event-loop lag (timer
@@ -497,4 +562,5 @@ reads by 1.5 times the CPU time the last pass took (at least 10 ms, at most 100 
 1 000 subscribers an event's latency is mostly that wait plus one pass of 1 000 socket writes
 (each a few µs of kernel time on this machine).
 `,
+  summary,
 );

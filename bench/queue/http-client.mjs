@@ -2,7 +2,8 @@
 // requests only, as it would with remote workers): C loops of claim → complete through
 // POST /mcp/call with a node JWT until the queue is empty. Input: one JSON argument
 // { url, jwt, agents, mission, batch } (batch 0: one task per call); output: one JSON line
-// { done, secs, lat, cpuMs } on stdout (lat: every claim's latency in ms; cpuMs: this process's CPU).
+// { done, ids, secs, lat, cpuMs } on stdout (ids: the task of every claim, once per claim, for
+// the count checks; lat: every claim's latency in ms; cpuMs: this process's CPU).
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 
@@ -45,6 +46,7 @@ function mcp(tool, args) {
 }
 
 const lat = [];
+const ids = [];
 let done = 0;
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
@@ -59,6 +61,7 @@ await Promise.all(
         const r = await mcp('claim_mesh_tasks', { agent_id: agent, mission_id: mission, max: batch });
         lat.push(performance.now() - s);
         if (r.items.length === 0) return;
+        for (const x of r.items) ids.push(x.task.id);
         const c = await mcp('complete_mesh_tasks', {
           items: r.items.map((x) => ({ task_id: x.task.id, lease_id: x.lease_id })),
         });
@@ -69,6 +72,7 @@ await Promise.all(
         const c = await mcp('claim_mesh_task', { agent_id: agent, mission_id: mission });
         lat.push(performance.now() - s);
         if (!c) return;
+        ids.push(c.task.id);
         await mcp('complete_mesh_task', { task_id: c.task.id, lease_id: c.lease_id });
         done++;
         last = performance.now();
@@ -79,4 +83,4 @@ await Promise.all(
 const secs = (last - t0) / 1000;
 const cpu = process.cpuUsage(cpu0);
 const cpuMs = (cpu.user + cpu.system) / 1000;
-process.stdout.write(`${JSON.stringify({ done, secs, lat, cpuMs })}\n`);
+process.stdout.write(`${JSON.stringify({ done, ids, secs, lat, cpuMs })}\n`);

@@ -4,7 +4,7 @@
 // the claimers in a child process: http-client.mjs), and side by side graphile-worker 0.17
 // (its throughput configuration and its defaults) and pg-boss 10 in the same run, same
 // database server, same task count and concurrency, each in its own fresh schema. Also the
-// claim latency on an empty store and with BENCH_QUEUE_HISTORY completed tasks in it (DESIGN:
+// claim latency on an empty store and with BENCH_QUEUE_HISTORY completed tasks in it (docs/mesh.md:
 // finished tasks must not slow the hot path). Figures, with CPU per task, go to BENCHMARKS.md.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -12,7 +12,8 @@ import { availableParallelism as availableCores, loadavg, tmpdir } from 'node:os
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { machine, median, percentile, ROOT, today, writeSection } from '../lib/report.mjs';
+import { countChecks, exactlyOnce } from '../lib/counts.mjs';
+import { machine, median, met, percentile, ROOT, today, writeSection } from '../lib/report.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const PG = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -35,6 +36,9 @@ const PEERS = (
   process.env.BENCH_QUEUE_PEERS ??
   'svc,svc-batch,svc-batch-100,svc-http,svc-http-batch,svc-http-batch-100,graphile-worker,graphile-worker-unbatched,pg-boss'
 ).split(',');
+
+/** Every task queued was completed exactly once, by every peer, or no figures are written. */
+const checks = countChecks('queue');
 
 const { createTower } = await import(join(ROOT, 'dist/tower/tower.js'));
 const { MeshService } = await import(join(ROOT, 'dist/tower/mesh/service.js'));
@@ -235,66 +239,96 @@ async function settle() {
   await sql('checkpoint');
 }
 
+/** The tasks of a store by state: every one of the N must end `completed`, none other. */
+async function taskStates(t) {
+  const c = new pg.Client({ connectionString: PG, application_name: `${APP}_sys` });
+  await c.connect();
+  try {
+    await c.query(`set search_path to "${t.schema}"`);
+    const r = await c.query('select state, count(*)::int as n from mesh_tasks group by state');
+    return Object.fromEntries(r.rows.map((x) => [x.state, x.n]));
+  } finally {
+    await c.end();
+  }
+}
+
 async function runSvc(http, batch) {
   const t = await svcTower();
   try {
     await settle();
     await t.enqueue(N);
-    if (!http && batch) {
-      // The batch claimed in one call is completed in one call (completeMany).
-      return await drain(
-        async (i) => {
-          const claims = await t.mesh.claimMany(ADMIN, t.agents[i].id, t.mission.id, batch);
-          return claims.length > 0 ? [claims] : null;
-        },
-        async (_i, claims) => {
-          const r = await t.mesh.completeMany(
-            ADMIN,
-            claims.map((c) => ({ task_id: c.task.id, lease_id: c.lease_id })),
-          );
-          if (!r.every((x) => x.ok)) throw new Error('a completion failed');
-          return claims.length;
-        },
-      );
-    }
-    if (!http) {
-      return await drain(
-        (i) => t.mesh.claim(ADMIN, t.agents[i].id, t.mission.id),
-        (_i, c) => t.mesh.complete(ADMIN, c.task.id, c.lease_id, null),
-      );
-    }
-    // The HTTP claimers run in a child process: the tower's event loop serves requests only.
-    const url = await t.tower.listen('127.0.0.1', 0);
-    const arg = JSON.stringify({
-      url,
-      jwt: t.node.jwt,
-      agents: t.agents.map((a) => a.id),
-      mission: t.mission.id,
-      batch,
-    });
-    const cpu = await cpuPhase();
-    const child = spawn(process.execPath, [join(HERE, 'http-client.mjs'), arg], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-    });
-    const code = await new Promise((r) => child.on('close', r));
-    if (code !== 0) throw new Error(`http-client exited with ${code}`);
-    const r = JSON.parse(out);
-    r.lat.sort((a, b) => a - b);
-    return {
-      done: r.done,
-      perSec: r.done / r.secs,
-      p50: percentile(r.lat, 50),
-      p99: percentile(r.lat, 99),
-      ...(await cpu(r.cpuMs)),
-      clientMs: r.cpuMs,
-    };
+    const out = await drainSvc(t, http, batch);
+    out.states = await taskStates(t);
+    return out;
   } finally {
     await t.close();
   }
+}
+
+/** One drain of svc's queue (in-process or over HTTP, one task or `batch` per call). */
+async function drainSvc(t, http, batch) {
+  // The id of every task claimed, once per claim (the checks look for repeats).
+  const ids = [];
+  if (!http && batch) {
+    // The batch claimed in one call is completed in one call (completeMany).
+    const r = await drain(
+      async (i) => {
+        const claims = await t.mesh.claimMany(ADMIN, t.agents[i].id, t.mission.id, batch);
+        for (const c of claims) ids.push(c.task.id);
+        return claims.length > 0 ? [claims] : null;
+      },
+      async (_i, claims) => {
+        const acks = await t.mesh.completeMany(
+          ADMIN,
+          claims.map((c) => ({ task_id: c.task.id, lease_id: c.lease_id })),
+        );
+        if (!acks.every((x) => x.ok)) throw new Error('a completion failed');
+        return claims.length;
+      },
+    );
+    return { ...r, ids };
+  }
+  if (!http) {
+    const r = await drain(
+      async (i) => {
+        const c = await t.mesh.claim(ADMIN, t.agents[i].id, t.mission.id);
+        if (c) ids.push(c.task.id);
+        return c;
+      },
+      (_i, c) => t.mesh.complete(ADMIN, c.task.id, c.lease_id, null),
+    );
+    return { ...r, ids };
+  }
+  // The HTTP claimers run in a child process: the tower's event loop serves requests only.
+  const url = await t.tower.listen('127.0.0.1', 0);
+  const arg = JSON.stringify({
+    url,
+    jwt: t.node.jwt,
+    agents: t.agents.map((a) => a.id),
+    mission: t.mission.id,
+    batch,
+  });
+  const cpu = await cpuPhase();
+  const child = spawn(process.execPath, [join(HERE, 'http-client.mjs'), arg], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => {
+    out += d;
+  });
+  const code = await new Promise((r) => child.on('close', r));
+  if (code !== 0) throw new Error(`http-client exited with ${code}`);
+  const r = JSON.parse(out);
+  r.lat.sort((a, b) => a - b);
+  return {
+    done: r.done,
+    ids: r.ids,
+    perSec: r.done / r.secs,
+    p50: percentile(r.lat, 50),
+    p99: percentile(r.lat, 99),
+    ...(await cpu(r.cpuMs)),
+    clientMs: r.cpuMs,
+  };
 }
 
 /**
@@ -330,6 +364,7 @@ async function runGraphile(batch) {
     }
     await utils.release();
     let done = 0;
+    const ids = [];
     let finish;
     const all = new Promise((r) => {
       finish = r;
@@ -344,7 +379,8 @@ async function runGraphile(batch) {
       noHandleSignals: true,
       logger: quiet,
       taskList: {
-        noop: async () => {
+        noop: async (_payload, helpers) => {
+          ids.push(helpers.job.id);
           if (++done === N) finish();
         },
       },
@@ -357,7 +393,17 @@ async function runGraphile(batch) {
     const secs = ((await watch()) - t0) / 1000;
     const used = await cpu();
     await runner.stop();
-    return { done, perSec: done / secs, p50: Number.NaN, p99: Number.NaN, ...used };
+    // Every job ran, and its completion is recorded: none is left in the job table.
+    const left = await sql(`select count(*)::int as n from "${s.schema}"._private_jobs`);
+    return {
+      done,
+      ids,
+      states: { completed: N - left.rows[0].n, ...(left.rows[0].n ? { left: left.rows[0].n } : {}) },
+      perSec: done / secs,
+      p50: Number.NaN,
+      p99: Number.NaN,
+      ...used,
+    };
   } finally {
     await s.drop();
   }
@@ -384,6 +430,7 @@ async function runPgBoss() {
       await boss.insert(Array.from({ length: Math.min(1000, N - i) }, () => ({ name: 'noop', data: {} })));
     }
     let done = 0;
+    const ids = [];
     let finish;
     const all = new Promise((r) => {
       finish = r;
@@ -395,13 +442,19 @@ async function runPgBoss() {
     const t0 = performance.now();
     for (let w = 0; w < C; w++) {
       await boss.work('noop', { batchSize: 100, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+        for (const j of jobs) ids.push(j.id);
         done += jobs.length;
         if (done >= N) finish();
       });
     }
     await all;
     const secs = ((await watch()) - t0) / 1000;
-    return { done, perSec: done / secs, p50: Number.NaN, p99: Number.NaN, ...(await cpu()) };
+    const used = await cpu();
+    const r = await sql(
+      `select state, count(*)::int as n from "${schema}".job where name = 'noop' group by state`,
+    );
+    const states = Object.fromEntries(r.rows.map((x) => [x.state, x.n]));
+    return { done, ids, states, perSec: done / secs, p50: Number.NaN, p99: Number.NaN, ...used };
   } finally {
     await boss.stop({ graceful: false, wait: true });
     await sql(`drop schema if exists "${schema}" cascade`);
@@ -469,6 +522,10 @@ async function claimLatencies(histories) {
           const s = performance.now();
           const c = await t.mesh.claim(ADMIN, t.agents[0].id, t.mission.id);
           lats[k].push(performance.now() - s);
+          if (!c) {
+            checks.that(false, `latency round ${r + 1}: claim ${i + 1} of ${LATENCY_CLAIMS} found no task`);
+            break;
+          }
           await t.mesh.complete(ADMIN, c.task.id, c.lease_id, null);
         }
       }
@@ -519,7 +576,15 @@ async function rounds(peers) {
   for (let r = 0; r < ROUNDS; r++) {
     for (const p of peers) {
       const res = await RUNNERS[p]();
-      if (res.done !== N) throw new Error(`${p}: completed ${res.done} of ${N}`);
+      // Each of the N tasks claimed (or run) once and recorded complete once, none left.
+      const what = `${p} round ${r + 1} (${N} tasks)`;
+      checks.exact(`${what}: completions counted`, res.done, N);
+      exactlyOnce(checks, `${what}: tasks claimed`, res.ids, N);
+      checks.that(
+        res.states.completed === N && Object.keys(res.states).length === 1,
+        `${what}: the store should hold ${N} completed tasks and nothing else, holds ${JSON.stringify(res.states)}`,
+      );
+      delete res.ids;
       out[p].push(res);
       console.log(
         `round ${r + 1} ${p} (${N} tasks): ${res.perSec.toFixed(0)} tasks/s, claim p50 ${res.p50.toFixed(2)} ms p99 ${res.p99.toFixed(2)} ms, CPU per task: node ${(res.nodeMs / N).toFixed(3)} ms, PostgreSQL ${(res.pgMs / N).toFixed(3)} ms, WAL ${(res.walBytes / N).toFixed(0)} B/task${res.clientMs === undefined ? '' : ` (of node: HTTP client ${(res.clientMs / N).toFixed(3)} ms)`} (load ${loadavg()[0].toFixed(1)})`,
@@ -583,8 +648,38 @@ const pairs = [
   [`svc-http-batch-${MAX_BATCH}`, 'graphile-worker', 'target >= 0.33'],
   ['svc-http', 'graphile-worker-unbatched', 'one task per call on both sides'],
 ].filter(([a, b]) => PEERS.includes(a) && PEERS.includes(b));
+const summary = [
+  [
+    `svc-batch-${MAX_BATCH}`,
+    'graphile-worker',
+    1,
+    `svc-batch-${MAX_BATCH} / graphile-worker ≥ 1 (${TASKS} queued)`,
+  ],
+  [
+    `svc-http-batch-${MAX_BATCH}`,
+    'graphile-worker',
+    0.33,
+    `svc-http-batch-${MAX_BATCH} / graphile-worker ≥ 0.33 (over HTTP)`,
+  ],
+]
+  .filter(([a, b]) => PEERS.includes(a) && PEERS.includes(b))
+  .map(([a, b, target, text]) => ({
+    peer: 'graphile-worker 0.17 (pg-boss 10 beside)',
+    target: text,
+    result: `${ratio(a, b)} (${med(a, 'perSec').toFixed(0)} vs ${med(b, 'perSec').toFixed(0)} tasks/s)`,
+    met: met(med(a, 'perSec') / med(b, 'perSec') >= target),
+  }));
+if (p99s.length === 2) {
+  summary.push({
+    peer: '–',
+    target: `claim p99 with ${HISTORY.toLocaleString('en-US')} completed tasks / empty store ≤ 1.5`,
+    result: `${(p99s[1] / p99s[0]).toFixed(2)} (${p99s[1].toFixed(2)} vs ${p99s[0].toFixed(2)} ms)`,
+    met: met(p99s[1] / p99s[0] <= 1.5),
+  });
+}
 const verdict = `Throughput ratios: ${pairs.map(([a, b, t]) => `${a} / ${b} = ${ratio(a, b)} (${t})`).join('; ')}.
 ${deepVerdict}Claim p99 with history / empty = ${p99s.length === 2 ? (p99s[1] / p99s[0]).toFixed(2) : 'n/a'} (target <= 1.5).`;
+checks.orExit();
 writeSection(
   'queue',
   `## Queue (bench/queue)
@@ -594,7 +689,9 @@ ${today()}, ${machine()}. Command: \`npm run build && npm run bench -- queue\`
 BENCH_ROUNDS=${ROUNDS}). ${N} no-op tasks queued first, ${C} concurrent claimers, claim +
 complete each, counted from the first claim to the last completion; median of ${ROUNDS}
 rounds, peers alternating within each round; all on the same local PostgreSQL server, each
-in a fresh schema. CPU per task: the bench process (with the tower in it) plus, for HTTP, the
+in a fresh schema. Counts are checked in every round, or nothing is written: each peer's
+${N} tasks claimed (or run) once each, as many completions counted, and its store holding
+them all completed and nothing else. CPU per task: the bench process (with the tower in it) plus, for HTTP, the
 client process, and the PostgreSQL backends serving the run (by \`application_name\`, from
 \`/proc\`), over the drain only: on a shared machine the figure to compare when the load
 moves the throughput. WAL bytes per task: how far the server's WAL position moved over the
@@ -672,5 +769,6 @@ task as arrays, and a batched completion answers each task with an acknowledgeme
 and completion time), not the task: receiving and parsing a task's 26 columns cost the tower
 about 8 µs, the drain's tower CPU fell from about 30 to 14–20 µs per task.
 `,
+  summary,
 );
 process.exit(0);

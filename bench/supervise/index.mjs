@@ -18,11 +18,14 @@ import { openStateStore } from '../../dist/daemon/state/store.js';
 import { createSupervisor } from '../../dist/daemon/supervisor/supervisor.js';
 import { systemClock } from '../../dist/lib/clock.js';
 import { silentLogger } from '../../dist/lib/log.js';
+import { countChecks } from '../lib/counts.mjs';
 import { machine, median, percentile, ROOT, today, writeSection } from '../lib/report.mjs';
 
 const DEATHS = Number(process.env.BENCH_DEATHS ?? 12);
 const LIST_CALLS = Number(process.env.BENCH_LIST_CALLS ?? 300);
 const sleepMs = (ms) => new Promise((r) => setTimeout(r, ms));
+/** Every death restarted exactly once, every list complete, or no figures are written. */
+const checks = countChecks('supervise');
 
 function rssOf(pid) {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -121,6 +124,8 @@ async function svcdRestart() {
       });
       seen.push(performance.now() - t0);
     }
+    // One restart per death, none more (a restart counted twice, or one of its own).
+    checks.exact('svcd: restarts after the deaths', h.sup.listAgents()[0].restarts, DEATHS);
   } finally {
     await h.close();
   }
@@ -184,6 +189,8 @@ async function pm2Restart() {
       });
       seen.push(performance.now() - t0);
     }
+    const [proc] = await pm2Call(pm2, 'describe', 'sleeper');
+    checks.exact('pm2: restarts after the deaths', proc?.pm2_env?.restart_time, DEATHS);
     return stats(seen);
   });
 }
@@ -264,8 +271,9 @@ Method: the supervisor runs in the benchmark process (process backend, \`sleep 6
 local disk). **Death → restart**: \`kill -9\` of the agent, then the time until the supervisor reports it
 running with a new pid; watchdog poll 1 s, grace 1 ms, ${DEATHS} deaths at random moments of the poll
 interval, each after a poll has seen the previous restart hold. svcd notices the exit at once (exit event) but restarts only at the next poll, as
-DESIGN §4 asks (poll, grace, throttle), so its latency is poll-bound: uniform over the interval plus the
-spawn. pm2 6 (\`autorestart\`, \`restart_delay: 0\`) restarts on the exit event itself; it is the floor
+its watchdog is designed to (poll, grace, throttle: docs/agents.md, Watchdog), so its latency is poll-bound: uniform over the interval plus the
+spawn. Counts are checked, or nothing is written: one restart per death on both (svcd's
+\`restarts\`, pm2's \`restart_time\`), every list call listing every agent. pm2 6 (\`autorestart\`, \`restart_delay: 0\`) restarts on the exit event itself; it is the floor
 for an event-driven restart, not the same policy. **List**: ${LIST_CALLS} sequential \`agent.list\` calls on
 one mgmt.sock connection (what \`svc agent supervise list\` sends) vs pm2's \`list\` over its RPC socket
 (pm2 daemon in the same machine, fork mode); the CLI row is the whole \`svc --json agent supervise list\`
@@ -293,6 +301,20 @@ Memory with 100 supervised agents: benchmark process (supervisor + state.db + mg
 ${fmt(list100.rssMiB)} MiB (${fmt(list10.rssMiB)} MiB with 10)${pm2list100 ? `; pm2 daemon RSS ${fmt(pm2list100.rssMiB)} MiB (${fmt(pm2list10.rssMiB)} MiB with 10)` : ''}.
 `;
 console.log(md);
-writeSection('supervise', md);
+checks.orExit();
+writeSection(
+  'supervise',
+  md,
+  pm2list100 && pm2restart
+    ? [
+        {
+          peer: 'pm2 6',
+          target: '–',
+          result: `agent.list p50 ${fmt(list100.rpc.p50)} ms vs pm2 list ${fmt(pm2list100.rpc.p50)} ms (100 agents); restart p50 ${fmt(restart.restart.p50)} ms (poll 1 s, by design) vs pm2 ${fmt(pm2restart.p50)} ms (on the exit event)`,
+          met: '–',
+        },
+      ]
+    : null,
+);
 // pm2's client keeps handles open after disconnect; the figures are written, so end here.
 process.exit(0);

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
+import { countChecks, exactlyOnce } from '../lib/counts.mjs';
 import { machine, percentile, ROOT, today, writeSection } from '../lib/report.mjs';
 
 const N = Number(process.env.BENCH_WORKER_TASKS ?? 1000);
@@ -21,6 +22,8 @@ const SVCD = join(ROOT, 'dist/cli/svcd.js');
 const execFileP = promisify(execFile);
 const sleepMs = (ms) => new Promise((r) => setTimeout(r, ms));
 const procs = [];
+/** Every task submitted ran once and completed once, or no figures are written. */
+const checks = countChecks('worker');
 
 function isolatedEnv(dir) {
   const env = {};
@@ -122,10 +125,13 @@ async function main() {
       const created = new Map();
       const started = new Map();
       const completed = new Map();
+      // Every task's transitions as the feed told them, for the count checks.
+      const seen = { running: [], completed: [], failed: [] };
       const feed = follow(`${url}/events/stream?type=matrix&mission_id=${mission}`, admin, (e) => {
         const p = e.payload ?? {};
         if (p.entity !== 'mesh_task') return;
         const at = Date.parse(e.ts);
+        seen[p.state]?.push(p.id);
         if (p.state === 'running' && !started.has(p.id)) started.set(p.id, at);
         if (p.state === 'completed') completed.set(p.id, at);
       });
@@ -155,6 +161,7 @@ async function main() {
       const elapsed = (performance.now() - t0) / 1000;
       // One at a time to the now idle loop: woken by task_ready, no queueing.
       const idle = [];
+      const idleIds = new Set();
       for (let i = 0; i < IDLE; i++) {
         const res = await fetch(`${url}/work/missions/${mission}/tasks`, {
           method: 'POST',
@@ -162,10 +169,29 @@ async function main() {
           body: JSON.stringify({ title: `idle ${i}` }),
         });
         const t = await res.json();
+        if (res.status !== 201) throw new Error(`submit failed: ${res.status} ${JSON.stringify(t)}`);
+        idleIds.add(t.id);
         await until('the idle task', async () => completed.has(t.id));
         idle.push(started.get(t.id) - Date.parse(t.created_at));
       }
       idle.sort((a, b) => a - b);
+      // Each task submitted (batch and idle) started once and completed once; none failed,
+      // none of another mission's. The idle phase gave late duplicates of the batch time to show.
+      const what = `max_concurrent ${c}`;
+      const mine = (ids, set) => ids.filter((id) => set.has(id));
+      for (const [phase, set, n] of [
+        ['batch', new Set(created.keys()), N],
+        ['idle', idleIds, IDLE],
+      ]) {
+        exactlyOnce(checks, `${what}, ${phase}: tasks started`, mine(seen.running, set), n);
+        exactlyOnce(checks, `${what}, ${phase}: tasks completed`, mine(seen.completed, set), n);
+      }
+      checks.exact(`${what}: tasks failed`, seen.failed.length, 0);
+      checks.exact(
+        `${what}: transitions of tasks not submitted by this run`,
+        [...seen.running, ...seen.completed].filter((id) => !created.has(id) && !idleIds.has(id)).length,
+        0,
+      );
       feed.close();
       await svc('worker', 'stop');
       const lat = [...created].map(([id, at]) => started.get(id) - at).sort((a, b) => a - b);
@@ -190,6 +216,7 @@ async function main() {
     await sleepMs(500);
     rmSync(dir, { recursive: true, force: true });
   }
+  checks.orExit();
   const rows = results
     .map(
       (r) =>
@@ -207,7 +234,8 @@ processes; one work loop (\`svc run alpha_code --max-concurrent C\`) whose subag
 process group spawn, a progress report, complete, directory removal (5–6 tower calls). ${SUBMITTERS}
 clients submit the ${N} tasks over REST while the loop drains them. tasks/s: first \`created_at\`
 to last \`completed\` matrix event; submit→start: a task's \`created_at\` to its \`running\` matrix
-event (both tower timestamps).
+event (both tower timestamps). Counts are checked, or nothing is written: every task submitted
+started once and completed once (its \`running\` and \`completed\` matrix events), none failed.
 
 | max_concurrent | tasks/s | submit→start p50 (ms) | p99 (ms) | max (ms) | submit phase (s) | idle submit→start p50 (ms) | idle p99 (ms) |
 |---:|---:|---:|---:|---:|---:|---:|---:|
@@ -216,6 +244,14 @@ ${rows}
 The batch latencies include queueing: tasks are submitted faster than one node runs them, so a
 task waits for a free slot and p50/p99 grow with the backlog. The idle columns are the wake-up
 path alone: ${IDLE} tasks submitted one at a time to the idle loop (woken by \`task_ready\`).`,
+    [
+      {
+        peer: '–',
+        target: '–',
+        result: `${results.map((r) => `${r.tasksPerSecond.toFixed(1)} tasks/s at max_concurrent ${r.c}`).join(', ')}; idle submit→start p50 ${results.map((r) => r.idle50.toFixed(0)).join(' / ')} ms; every task run and completed once`,
+        met: '–',
+      },
+    ],
   );
 }
 

@@ -44,7 +44,7 @@ export function svcdStatus(home: string): Promise<DaemonStatus> {
   return mgmtCall<DaemonStatus>(daemonPaths(home).mgmtSock, 'daemon.status');
 }
 
-/** The svcd user unit of seed §1 (`svcd run --backend-url URL` with svcd's V8 flags). */
+/** The svcd user unit (docs/operator-guide.md, 6): `svcd run --backend-url URL` with svcd's V8 flags. */
 export function svcdUnit(o: {
   backendUrl: string;
   home: string;

@@ -19,6 +19,11 @@ export function serveOptions(cmd: Command): Command {
     .option('--oidc-domains-claim <name>', 'claim listing the domains of an OIDC user', 'svc_domains')
     .option('--oidc-jwks-cooldown <duration>', 'minimum time between JWKS refetches', '30s')
     .option('--rate-limit <n[/window]>', 'requests per principal per window (0 = off)', '6000/1m')
+    .option(
+      '--auth-failure-limit <n[/window]>',
+      'failed authentications per client address per window; past it the address gets 429 before any credential is checked (0 = off)',
+      '120/1m',
+    )
     .option('--event-retention <duration>', 'how long feed events are kept', '7d')
     .option(
       '--ws-compression',

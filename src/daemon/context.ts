@@ -77,14 +77,14 @@ export interface CallContext {
 
 export type MethodHandler = (params: unknown, call: CallContext) => Promise<unknown>;
 
-/** mgmt.sock's method table; names are noun.verb (DESIGN §4). */
+/** mgmt.sock's method table; names are noun.verb (docs/architecture.md, mgmt.sock). */
 export interface MethodRegistry {
   /** params are validated against `schema` (if given) before the handler runs. */
   register(name: string, handler: MethodHandler, schema?: TSchema): void;
 }
 
 /**
- * A secrets-broker session, minted per agent run (DESIGN §4 Secrets broker). Add `env` to
+ * A secrets-broker session, minted per agent run (docs/secrets.md). Add `env` to
  * the agent's environment; call revoke() when the agent exits, after which its requests on
  * secrets.sock are refused with unknown_session.
  */

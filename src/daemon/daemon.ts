@@ -1,10 +1,11 @@
 // svcd's composition root: builds the DaemonContext, the mgmt.sock server and every
 // component, starts them in order and stops them in reverse. start() and stop() are
 // idempotent; stop() is what SIGTERM/SIGINT call.
-import { mkdir } from 'node:fs/promises';
+
 import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
+import { ensurePrivateDir } from '../lib/private-files.js';
 import type { NodeIdentity } from '../protocol/nodes.js';
 import { createAttachGateway } from './attach/gateway.js';
 import type { Component, DaemonContext } from './context.js';
@@ -77,9 +78,8 @@ export interface Daemon {
 export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const clock = opts.clock ?? systemClock;
   const paths = daemonPaths(opts.home);
-  await mkdir(paths.svcdDir, { recursive: true, mode: 0o700 });
-  await mkdir(paths.logsDir, { recursive: true, mode: 0o700 });
-  await mkdir(paths.workDir, { recursive: true, mode: 0o700 });
+  // 0700 even where they existed with another mode (sockets, state.db and logs live here).
+  for (const dir of [paths.svcdDir, paths.logsDir, paths.workDir]) ensurePrivateDir(dir);
   const log = opts.log;
   const state = openStateStore(paths.stateDb, clock);
   const mgmt = new MgmtServer(log.child({ component: 'mgmt' }));

@@ -1,4 +1,4 @@
-// Which node identity file svc and svcd use (DESIGN §4 "Node identity"): an explicit
+// Which node identity file svc and svcd use (docs/operator-guide.md, section 3): an explicit
 // SVC_NODE_FILE or SVC_HOME wins over the system file, which wins over ~/.svc only when neither
 // is set.
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';

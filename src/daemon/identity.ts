@@ -1,14 +1,15 @@
-// The node identity file (DESIGN §4 "Node identity"): {node_id, hostname, backend_url, jwt},
+// The node identity file (docs/operator-guide.md, section 3): {node_id, hostname, backend_url, jwt},
 // mode 0600. Where it lives, first match wins:
 //   1. SVC_NODE_FILE, when set;
 //   2. $SVC_HOME/node.json, when SVC_HOME is set explicitly (a second install, a test, svc up);
-//   3. /etc/svc/node.json (the seed's place): read when it exists, written when /etc/svc is
+//   3. /etc/svc/node.json (the documented system place): read when it exists, written when /etc/svc is
 //      writable;
 //   4. ~/.svc/node.json otherwise.
 // nodeFile() says which and why, so `svc system doctor` can show it.
 import { accessSync, constants, existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { refuseSharedFiles } from '../lib/private-files.js';
 import { SvcError } from '../protocol/errors.js';
 import type { NodeIdentity } from '../protocol/nodes.js';
 
@@ -67,7 +68,16 @@ export function nodeFileForWrite(env: NodeJS.ProcessEnv, home: string): string {
 
 const REGISTER_HINT = 'run "svc agent node register --hostname <hostname>" first';
 
-export async function readNodeIdentity(file: string): Promise<NodeIdentity> {
+/**
+ * Reads the identity file; refuses one that other users can read (it holds the node JWT),
+ * unless `shared: 'report'` (svc system doctor reads it to report that itself).
+ */
+export async function readNodeIdentity(
+  file: string,
+  opts: { shared?: 'refuse' | 'report' } = {},
+): Promise<NodeIdentity> {
+  if (opts.shared !== 'report')
+    refuseSharedFiles([file], 'The node identity file (it holds the node credential)');
   let text: string;
   try {
     text = await readFile(file, 'utf8');

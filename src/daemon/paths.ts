@@ -1,4 +1,4 @@
-// Where svcd keeps its sockets, state and config under $SVC_HOME (DESIGN §4).
+// Where svcd keeps its sockets, state and config under $SVC_HOME (docs/configuration.md).
 import { join } from 'node:path';
 import type { DaemonPaths } from './context.js';
 

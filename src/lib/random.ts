@@ -1,7 +1,7 @@
 // Cryptographically strong random bytes read from the kernel (/dev/urandom), for the code an
 // idle svcd runs (ids, session tokens, attach secret, WebSocket keys and masks). node:crypto
 // gives the same bytes, but loading it initialises OpenSSL: ≈1.2 MiB more RSS for the daemon's
-// whole life (BENCHMARKS.md, daemon). Bytes are read ahead in a small pool, never handed out twice.
+// whole life (docs/perf-notes.md, daemon). Bytes are read ahead in a small pool, never handed out twice.
 import { closeSync, openSync, readSync } from 'node:fs';
 
 const POOL_BYTES = 4096;

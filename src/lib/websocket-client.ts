@@ -2,7 +2,7 @@
 // handshake with extra headers (the node JWT), masked text/binary/ping/pong/close frames,
 // fragmented messages, a payload cap. No extensions, no subprotocols, no redirects. It exists
 // because `ws` loads node:http, https, tls, zlib and crypto at import time, ≈2.3 MiB of RSS an idle
-// daemon keeps for nothing (BENCHMARKS.md, daemon); node:tls is loaded here only for wss:// URLs.
+// daemon keeps for nothing (docs/perf-notes.md, daemon); node:tls is loaded only for wss:// URLs.
 // The API follows `ws` (events open/message/ping/pong/close/error/unexpected-response).
 import { isUtf8 } from 'node:buffer';
 import { EventEmitter } from 'node:events';

@@ -1,4 +1,4 @@
-// mgmt.sock shapes of supervised agents (DESIGN §4: agent.list|status|start|stop|restart|
+// mgmt.sock shapes of supervised agents (docs/agents.md: agent.list|status|start|stop|restart|
 // signal|pause|resume, plus agent.reload). `svc agent supervise …` and `svc agent signal`
 // are thin calls of these methods.
 

@@ -1,5 +1,5 @@
 // Approvals (an agent asks, an operator decides once) and inbox messages (an operator or a
-// peer writes to an agent). DESIGN §3 Records and routes; events of type approval / inbox.
+// peer writes to an agent). docs/feed.md, Approvals and inbox; events of type approval / inbox.
 
 import { Id, Timestamp } from './common.js';
 import { type Static, Type } from './type.js';

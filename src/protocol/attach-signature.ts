@@ -1,4 +1,4 @@
-// The signature of attach.open (DESIGN §3 Attach proxy): the tower signs it with the node's
+// The signature of attach.open (docs/architecture.md, An attach): the tower signs it with the node's
 // attach secret, svcd checks it before dialling back. Apart from attach.ts so that svcd loads
 // node:crypto only when an attach request comes (random.ts says why that matters).
 import { createHmac, timingSafeEqual } from 'node:crypto';

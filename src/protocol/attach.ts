@@ -1,6 +1,7 @@
-// PTY attach wire contract (DESIGN §3 Attach proxy), the same on svcd.sock, on the tower's
+// PTY attach wire contract (docs/attach.md), the same on svcd.sock, on the tower's
 // /api/attach-ws and on the node's dial-back /nodes/attach/{stream_id}: a WebSocket whose
 // binary frames are terminal bytes and whose text frames are JSON control messages.
+import { compileCheck } from './check.js';
 import { ERROR_CODES, type ErrorCode } from './errors.js';
 import { type Static, Type } from './type.js';
 
@@ -69,52 +70,91 @@ export interface ErrorFrame {
 }
 export type ControlFrame = ResizeFrame | ExitFrame | ErrorFrame;
 
+/** Every text frame, both ways: a JSON object with a string `type`. */
+const FrameEnvelope = Type.Object({ type: Type.String({ minLength: 1, maxLength: 100 }) });
+/** viewer → node. Sizes are numbers, clamped by the receiver to what a terminal can be. */
+export const ResizeFrameSchema = Type.Object({
+  type: Type.Literal('resize'),
+  cols: Type.Number(),
+  rows: Type.Number(),
+});
+/** node → viewer. */
+export const ExitFrameSchema = Type.Object({
+  type: Type.Literal('exit'),
+  code: Type.Union([Type.Integer(), Type.Null()]),
+  signal: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
+});
+export const ErrorFrameSchema = Type.Object({
+  type: Type.Literal('error'),
+  code: Type.String({ minLength: 1, maxLength: 100 }),
+  message: Type.String({ maxLength: 4096 }),
+});
+
+/** Longest text (control) frame either side accepts. */
+export const MAX_CONTROL_FRAME_CHARS = 8192;
+
 /**
- * Parses a text frame from a viewer. Anything but a well-formed resize is null (ignored by
- * the receiver: a malformed control frame never ends a session). Sizes are clamped.
+ * How a receiver judged one text frame: a message it knows (valid), a type it does not know
+ * (skipped: a newer peer may send more), or invalid input, which closes that stream with
+ * 1008 (decode before touching).
  */
-export function parseViewerFrame(text: string): ResizeFrame | null {
-  if (text.length > 4096) return null;
+export type FrameDecoded<T> = { ok: true; frame: T } | { ok: 'skip' } | { ok: false; why: string };
+
+const checkEnvelope = compileCheck(FrameEnvelope);
+const checkResize = compileCheck(ResizeFrameSchema);
+const checkExit = compileCheck(ExitFrameSchema);
+const checkError = compileCheck(ErrorFrameSchema);
+
+function decodeFrame<T>(
+  text: string,
+  known: Record<string, (v: unknown) => { path: string; message: string } | null>,
+): FrameDecoded<T> {
+  if (text.length > MAX_CONTROL_FRAME_CHARS)
+    return { ok: false, why: `control frames are at most ${MAX_CONTROL_FRAME_CHARS} characters` };
   let v: unknown;
   try {
     v = JSON.parse(text);
   } catch {
-    return null;
+    return { ok: false, why: 'text frames are JSON control messages' };
   }
-  if (typeof v !== 'object' || v === null) return null;
-  const o = v as Record<string, unknown>;
-  if (o.type !== 'resize') return null;
-  const cols = clampSize(o.cols, 2, MAX_COLS);
-  const rows = clampSize(o.rows, 1, MAX_ROWS);
-  if (cols === null || rows === null) return null;
-  return { type: 'resize', cols, rows };
+  const env = checkEnvelope(v);
+  if (env) return { ok: false, why: `not a control frame: ${env.path || 'frame'} ${env.message}` };
+  const type = (v as { type: string }).type;
+  const check = known[type];
+  if (!check) return { ok: 'skip' };
+  const bad = check(v);
+  if (bad) return { ok: false, why: `invalid ${type} frame: ${bad.path || 'frame'} ${bad.message}` };
+  return { ok: true, frame: v as T };
+}
+
+/** Decodes a text frame from a viewer (a resize, sizes clamped). */
+export function decodeViewerFrame(text: string): FrameDecoded<ResizeFrame> {
+  const d = decodeFrame<ResizeFrame>(text, { resize: checkResize });
+  if (d.ok !== true) return d;
+  const cols = clampSize(d.frame.cols, 2, MAX_COLS);
+  const rows = clampSize(d.frame.rows, 1, MAX_ROWS);
+  if (cols === null || rows === null)
+    return { ok: false, why: 'invalid resize frame: sizes must be numbers' };
+  return { ok: true, frame: { type: 'resize', cols, rows } };
+}
+
+/** Decodes a text frame from the node or the tower (an exit or an error). */
+export function decodeServerFrame(text: string): FrameDecoded<ExitFrame | ErrorFrame> {
+  return decodeFrame<ExitFrame | ErrorFrame>(text, { exit: checkExit, error: checkError });
+}
+
+/** A viewer frame as a resize, or null for anything else (valid or not). */
+export function parseViewerFrame(text: string): ResizeFrame | null {
+  const d = decodeViewerFrame(text);
+  return d.ok === true ? d.frame : null;
 }
 
 /** Parses a text frame from the node or tower (for clients); null when not a control frame. */
 export function parseServerFrame(text: string): ExitFrame | ErrorFrame | null {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (typeof v !== 'object' || v === null) return null;
-  const o = v as Record<string, unknown>;
-  if (o.type === 'exit') {
-    return {
-      type: 'exit',
-      code: typeof o.code === 'number' ? o.code : null,
-      signal: typeof o.signal === 'string' ? o.signal : null,
-    };
-  }
-  if (o.type === 'error' && typeof o.code === 'string') {
-    return {
-      type: 'error',
-      code: o.code as ErrorCode,
-      message: typeof o.message === 'string' ? o.message : '',
-    };
-  }
-  return null;
+  const d = decodeServerFrame(text);
+  if (d.ok !== true) return null;
+  const f = d.frame;
+  return f.type === 'exit' ? { type: 'exit', code: f.code, signal: f.signal ?? null } : f;
 }
 
 /** WebSocket close code sent with an error frame: 4000 + the HTTP status of the error code. */

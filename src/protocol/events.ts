@@ -1,4 +1,4 @@
-// The feed event (seed §2, DESIGN §3 Feed). `id` is a decimal string, strictly increasing,
+// The feed event (docs/events.md, docs/feed.md). `id` is a decimal string, strictly increasing,
 // also the SSE `id:` field; `type` is the discriminator.
 
 import { Timestamp } from './common.js';
@@ -29,6 +29,18 @@ export const FeedEvent = Type.Object({
   rate_limit: Type.Optional(RateLimitBlock),
 });
 export type FeedEvent = Static<typeof FeedEvent>;
+
+/**
+ * The `reset` SSE event of GET /events/stream (not a feed event: no id): sent before any event
+ * when a resume crosses a gap; the events after `last_event_id` up to `resume_after` are gone.
+ */
+export interface FeedReset {
+  reason: 'retention' | 'unknown';
+  /** The id the client asked to resume after. */
+  last_event_id: string;
+  /** Events after this id follow. */
+  resume_after: string;
+}
 
 /** What a producer hands to the event log; id and ts are assigned on append. */
 export interface NewEvent {

@@ -1,4 +1,4 @@
-// mgmt.sock's events.subscribe (DESIGN §4): the feed as svcd's fan-out relays it, streamed
+// mgmt.sock's events.subscribe (docs/fanout.md): the feed as svcd's fan-out relays it, streamed
 // on the mgmt.sock connection. The request stays open while it streams; each event is an
 // `events.event` notification; the reply comes when the stream ends and says why.
 import { type Static, Type } from './type.js';

@@ -1,4 +1,4 @@
-// The agent tools of POST /mcp/call (DESIGN §3 Mesh tasks): name, description, the scope a
+// The agent tools of POST /mcp/call (docs/mesh.md, MCP tools): name, description, the scope a
 // caller needs, and the argument schema (the embedded schema pack). The tower dispatches on
 // these names; svcd's `svcd mcp` and mgmt.sock `mcp.call` list and validate them.
 

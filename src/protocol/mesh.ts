@@ -1,4 +1,4 @@
-// Enrolled agents and mesh tasks (DESIGN §3 Records and routes, Mesh tasks): the claimable
+// Enrolled agents and mesh tasks (docs/mesh.md, docs/api.md): the claimable
 // work queue and the MCP tool arguments that drive it.
 
 import { Id, Timestamp } from './common.js';

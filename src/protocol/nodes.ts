@@ -1,6 +1,8 @@
-// Wire shapes of node registration (DESIGN §3 Auth, §4 node identity).
+// Wire shapes of node registration (docs/api.md, Nodes; docs/operator-guide.md, 3).
 
+import type { AgentStatus } from './agents.js';
 import { Id, Timestamp } from './common.js';
+import type { CronList } from './cron.js';
 import { type Static, Type } from './type.js';
 
 export const Hostname = Type.String({
@@ -47,3 +49,14 @@ export const NodeAgentAction = Type.Object(
   { additionalProperties: false },
 );
 export type NodeAgentAction = Static<typeof NodeAgentAction>;
+
+/**
+ * GET /nodes/{id}/status: what the node's svcd answers to node.status (its agent.list items
+ * and its cron.list), asked over the control channel, with the node's id and hostname.
+ */
+export interface NodeStatus {
+  node_id: string;
+  hostname: string;
+  agents: AgentStatus[];
+  cron: CronList;
+}

@@ -1,4 +1,4 @@
-// Wire shapes of the tower's records (DESIGN §3 Records): domains, missions, regular
+// Wire shapes of the tower's records (docs/api.md, Records): domains, missions, regular
 // (Kanban) tasks, documents, artifacts. One schema each for the record, its create body and
 // its patch body; types come from the schemas.
 

@@ -1,4 +1,4 @@
-// Agent runtime kinds (seed §1, DESIGN §4 Runtimes): how svcd starts an agent and talks to it.
+// Agent runtime kinds (docs/agents.md, Runtime kinds): how svcd starts an agent and talks to it.
 import { Type } from './type.js';
 
 export const RUNTIME_KINDS = [

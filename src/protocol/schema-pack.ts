@@ -12,7 +12,7 @@ import { isMcpToolName, MCP_TOOL_ARGS, MCP_TOOLS, type McpToolName } from './mcp
 /**
  * A new Ajv with the formats. ajv and ajv-formats are CommonJS (default exports), required on
  * first use: svcd compiles the embedded pack only at its first MCP call, and an idle svcd does
- * not carry them (BENCHMARKS.md "daemon").
+ * not carry them (docs/perf-notes.md, daemon).
  */
 function newAjv(): AjvModule.default {
   const require = createRequire(import.meta.url);

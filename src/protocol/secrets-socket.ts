@@ -1,4 +1,4 @@
-// The secrets.sock wire format (DESIGN §4): one JSON request per connection, one reply line.
+// The secrets.sock wire format (docs/secrets.md): one JSON request per connection, one reply line.
 // Kept free of schema libraries so `svcd get-secret`, which agents run often, starts fast.
 
 /** Secret names look like environment variable names, plus '.', '-' for namespacing. */

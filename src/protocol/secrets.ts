@@ -1,4 +1,4 @@
-// Wire shapes of secrets (DESIGN §3 Records, §4 Secrets broker): the tower's operator API
+// Wire shapes of secrets (docs/secrets.md, docs/api.md Secrets): the tower's operator API
 // (values are write-only), the node fetch, and the secrets.sock request/reply that agents
 // speak to svcd. Values appear only in SecretPut bodies, SecretFetched replies and the
 // broker's ok reply; never in listings, events or errors.

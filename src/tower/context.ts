@@ -4,6 +4,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import type { Signal } from '../lib/signal.js';
 import type { Authenticator } from './auth/authenticate.js';
+import type { CredentialWatch } from './auth/credential-watch.js';
 import type { SigningKeys } from './auth/signing-keys.js';
 import type { RateLimiter } from './http/rate-limit.js';
 import type { ControlHub } from './nodes/control-hub.js';
@@ -31,8 +32,15 @@ export interface TowerContext {
    */
   eventsCommitted: Signal<void>;
   auth: Authenticator;
+  /** Re-checks the credentials of open streams and channels; ends them once revoked. */
+  credentials: CredentialWatch;
   keys: SigningKeys;
   rateLimiter: RateLimiter;
+  /**
+   * Failed authentications per client address: once an address has spent its window, its
+   * requests are refused (429) before any credential is looked up (http/auth-hook.ts).
+   */
+  authFailures: RateLimiter;
   /** Node control channels connected to this replica: send messages, presence, attach secrets. */
   nodes: ControlHub;
   /** Aborted when the tower begins shutting down: long-lived streams end on it. */

@@ -10,6 +10,7 @@ import type { Logger } from '../lib/log.js';
 import { Signal } from '../lib/signal.js';
 import { attachRoutes } from './attach/routes.js';
 import { Authenticator } from './auth/authenticate.js';
+import { CredentialWatch } from './auth/credential-watch.js';
 import { createOidcVerifier, type OidcOptions } from './auth/oidc.js';
 import { authRoutes } from './auth/routes.js';
 import { SigningKeys } from './auth/signing-keys.js';
@@ -45,6 +46,8 @@ export interface TowerOptions {
   oidc?: OidcOptions;
   /** Requests per window per principal; 0 disables. */
   rateLimit?: { limit: number; windowMs: number };
+  /** Failed authentications per window per client address, checked before authentication; 0 disables. */
+  authFailureLimit?: { limit: number; windowMs: number };
   eventRetentionMs?: number;
   /** Per-message deflate on /events/ws for clients that ask (default off). */
   wsCompression?: boolean;
@@ -70,6 +73,8 @@ export interface Tower {
 }
 
 export const DEFAULT_RATE_LIMIT = { limit: 6000, windowMs: 60_000 };
+/** 2 a second sustained: a person mistyping a token never meets it, a guesser is slowed 10 000×. */
+export const DEFAULT_AUTH_FAILURE_LIMIT = { limit: 120, windowMs: 60_000 };
 
 export async function createTower(opts: TowerOptions): Promise<Tower> {
   const clock = opts.clock ?? systemClock;
@@ -104,6 +109,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     });
     const shutdown = new AbortController();
     const nodes = new ControlHub(clock);
+    const credentials = new CredentialWatch({ auth, clock, log });
     const ctx: TowerContext = {
       nodes,
       clock,
@@ -113,8 +119,10 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       write,
       eventsCommitted,
       auth,
+      credentials,
       keys,
       rateLimiter: new RateLimiter(opts.rateLimit ?? DEFAULT_RATE_LIMIT),
+      authFailures: new RateLimiter(opts.authFailureLimit ?? DEFAULT_AUTH_FAILURE_LIMIT),
       shutdown: shutdown.signal,
     };
     const adminFile = join(opts.dataDir, 'admin.token');
@@ -192,6 +200,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       stop() {
         stopping ??= (async () => {
           shutdown.abort();
+          credentials.stop();
           nodes.closeAll();
           await stopFeed();
           for (const sock of upgraded) sock.destroy();

@@ -1,6 +1,6 @@
 // mgmt.sock events.subscribe and `svc daemon events` with a real tower and svcd: the tower's
 // events reach a local subscriber through svcd's fan-out, filtered, resumable by id, until
-// the subscriber unsubscribes. And svcd answers every mgmt.sock method DESIGN §4 names.
+// the subscriber unsubscribes. And svcd answers every mgmt.sock method docs/architecture.md names.
 import { createConnection } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MgmtClient } from '../../src/cli/mgmt-client.js';
@@ -97,17 +97,20 @@ describe('events.subscribe through svcd, with a real tower', () => {
     expect(r.stderr).toContain('params/last_event_id');
   });
 
-  it('answers every mgmt.sock method of DESIGN §4 (none is "method not found")', async () => {
+  it('answers every mgmt.sock method docs/architecture.md lists (none is "method not found")', async () => {
     const methods = [
       'daemon.status',
-      ...['list', 'status', 'start', 'stop', 'restart', 'signal', 'pause', 'resume', 'enroll'].map(
+      ...['list', 'status', 'start', 'stop', 'restart', 'signal', 'pause', 'resume', 'reload', 'enroll'].map(
         (v) => `agent.${v}`,
       ),
       ...['list', 'describe', 'history', 'reload', 'gc'].map((v) => `cron.${v}`),
-      ...['start', 'stop', 'status'].map((v) => `worker.${v}`),
+      ...['start', 'stop', 'status', 'follow'].map((v) => `worker.${v}`),
       'attach.list',
       'events.subscribe',
+      'events.unsubscribe',
+      'fanout.status',
       'mcp.call',
+      'mcp.tools',
     ];
     // An unknown field: methods with a params schema refuse it before doing anything.
     const replies = await rawCalls(

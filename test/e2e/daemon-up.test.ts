@@ -30,7 +30,7 @@ describe('svc daemon up / down / install-unit', () => {
     tmp.remove();
   });
 
-  it('writes the user unit of seed §1 and says how to enable it', async () => {
+  it('writes the user unit of the operator guide and says how to enable it', async () => {
     cli = { ...env, XDG_CONFIG_HOME: join(tmp.dir, 'config') };
     const r = await svc('--json', 'daemon', 'install-unit', '--backend-url', 'http://127.0.0.1:9999');
     expect(r.code).toBe(0);
@@ -97,7 +97,7 @@ describe('svc daemon up / down / install-unit', () => {
     expect(idle.stdout).toMatch(/not running/);
   });
 
-  it('starts with the seed\'s "svc daemon --booster-wasm <path>", and a later plain up keeps the booster', async () => {
+  it('starts with the short form "svc daemon --booster-wasm <path>", and a later plain up keeps the booster', async () => {
     const booster = join(tmp.dir, 'seed.wasm');
     writeFileSync(booster, '');
     const boosterOf = async () =>

@@ -149,9 +149,10 @@ describe('svc up that cannot start', () => {
   });
 
   it('reports a port in use at once, with what to do', async () => {
-    holder = createServer();
+    const server = createServer();
+    holder = server;
     const port = await new Promise<number>((r) =>
-      holder?.listen(0, '127.0.0.1', () => r((holder?.address() as { port: number }).port)),
+      server.listen(0, '127.0.0.1', () => r((server.address() as { port: number }).port)),
     );
     const env = isolatedEnv(tmp.dir, 'taken');
     const r = await run(SVC_BIN, ['up', '--port', String(port), '--hostname', 'taken'], env);

@@ -1,5 +1,8 @@
 // The console's only way to the tower: same-origin fetch with the token as a Bearer header.
 // The token lives in sessionStorage (gone when the tab closes) and never goes into a URL.
+// Wire shapes come from src/protocol (type-only imports: nothing of it reaches the bundle).
+import type { List } from '../../src/protocol/common.js';
+import type { RateLimitBlock } from '../../src/protocol/events.js';
 
 const KEY = 'svc.token';
 
@@ -32,20 +35,13 @@ export function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** The principal's rate-limit block, from the latest API response or feed event. */
-export interface RateLimit {
-  limit: number;
-  remaining: number;
-  reset_at: string;
-}
-
 type Listener = () => void;
 
 /** Latest rate-limit state seen by the console (headers of API calls, `rate_limit` of events). */
 export const rateLimit = {
-  current: null as RateLimit | null,
+  current: null as RateLimitBlock | null,
   listeners: new Set<Listener>(),
-  set(r: RateLimit): void {
+  set(r: RateLimitBlock): void {
     this.current = r;
     for (const fn of this.listeners) fn();
   },
@@ -92,18 +88,6 @@ export async function api<T>(method: string, path: string, body?: unknown, token
     throw new ApiError(res.status, p.code ?? 'http_error', p.detail ?? p.title ?? `HTTP ${res.status}`);
   }
   return json as T;
-}
-
-export interface List<T> {
-  items: T[];
-  next_cursor: string | null;
-}
-
-export interface Domain {
-  id: string;
-  name: string;
-  description?: string | null;
-  created_at?: string;
 }
 
 /** Every page of a list route (small lists in the console; capped to keep the UI responsive). */

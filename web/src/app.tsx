@@ -1,7 +1,9 @@
 // The console shell: sign-in with a token, navigation, and the current view (hash routes,
 // so the tower serves one index.html and never needs a catch-all route).
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, api, clearToken, type Domain, getToken, type List, rateLimit, setToken } from './api.js';
+import type { List } from '../../src/protocol/common.js';
+import type { Domain } from '../../src/protocol/records.js';
+import { ApiError, api, clearToken, getToken, rateLimit, setToken } from './api.js';
 import { feedStore } from './feed.js';
 import { ApprovalsView } from './views/approvals.js';
 import { DomainsView } from './views/domains.js';

@@ -4,8 +4,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { FeedEvent, FeedReset } from '../../src/protocol/events.js';
 import { rateLimit } from './api.js';
-import { type FeedEvent, type FeedState, openFeed, type ResetInfo } from './feed.js';
+import { type FeedState, openFeed } from './feed.js';
 
 const ev = (id: string): FeedEvent => ({
   id,
@@ -55,14 +56,14 @@ describe('openFeed', () => {
         send(res, ev('2'));
         res.end(); // the stream drops
       } else {
-        const info: ResetInfo = { reason: 'retention', last_event_id: '2', resume_after: '7' };
+        const info: FeedReset = { reason: 'retention', last_event_id: '2', resume_after: '7' };
         res.write(`event: reset\ndata: ${JSON.stringify(info)}\n\n`);
         send(res, ev('8'));
       }
     });
     const events: string[] = [];
     const states: FeedState[] = [];
-    const resets: ResetInfo[] = [];
+    const resets: FeedReset[] = [];
     close = openFeed(
       'svc_t',
       new URLSearchParams(),

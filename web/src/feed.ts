@@ -1,33 +1,15 @@
 // The live feed over GET /events/stream, read with fetch so the token travels in the
 // Authorization header (EventSource cannot set headers, and tokens never go in URLs).
 // Resumes with Last-Event-ID after every drop, backing off up to 5 s.
+import type { FeedEvent, FeedReset } from '../../src/protocol/events.js';
 import { rateLimit } from './api.js';
 
-export interface FeedEvent {
-  id: string;
-  ts: string;
-  type: string;
-  domain_id: string | null;
-  mission_id: string | null;
-  agent_id: string | null;
-  status: string | null;
-  payload: unknown;
-  rate_limit?: { limit: number; remaining: number; reset_at: string } | null;
-}
-
 export type FeedState = 'connecting' | 'live' | 'down';
-
-/** The tower's `reset` SSE event: events between last_event_id and resume_after are gone. */
-export interface ResetInfo {
-  reason: string;
-  last_event_id: string;
-  resume_after: string;
-}
 
 export interface FeedHandlers {
   onEvent(ev: FeedEvent): void;
   onState(state: FeedState, detail?: string): void;
-  onReset?(info: ResetInfo): void;
+  onReset?(info: FeedReset): void;
 }
 
 /** `base` is empty in the browser (same origin); tests pass the test server's URL. */
@@ -81,7 +63,7 @@ export function openFeed(token: string, query: URLSearchParams, h: FeedHandlers,
             }
             if (data.length === 0) continue;
             const json = JSON.parse(data.join('\n')) as unknown;
-            if (name === 'reset') h.onReset?.(json as ResetInfo);
+            if (name === 'reset') h.onReset?.(json as FeedReset);
             else if (name === 'message') {
               if (id) lastId = id;
               h.onEvent(json as FeedEvent);
@@ -112,7 +94,7 @@ export class FeedStore {
   /** When the stream went down (ms since epoch), for the banner; null while up. */
   downSince: number | null = null;
   /** The last `reset` the tower sent: the console missed events it can no longer replay. */
-  reset: (ResetInfo & { at: string }) | null = null;
+  reset: (FeedReset & { at: string }) | null = null;
   private listeners = new Set<() => void>();
   private close: (() => void) | null = null;
 

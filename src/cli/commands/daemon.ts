@@ -1,8 +1,8 @@
-// `svc daemon …`: the local svcd. `status` asks mgmt.sock; `up` (also the seed's `svc daemon
+// `svc daemon …`: the local svcd. `status` asks mgmt.sock; `up` (also the short form `svc daemon
 // --booster-wasm <path>`) starts svcd in the background (the systemd user unit when a user bus
 // exists, else a detached process with a pid file and a log file) and waits until mgmt.sock
-// answers; `down` stops it; `install-unit` writes the user unit of seed §1
-// (docs/operator-guide.md). Starting and stopping are in ../svcd-process.ts.
+// answers; `down` stops it; `install-unit` writes the user unit (docs/operator-guide.md, 5 and
+// 6). Starting and stopping are in ../svcd-process.ts.
 import type { Command } from 'commander';
 import { nodeFileForRead, readNodeIdentity } from '../../daemon/identity.js';
 import { daemonPaths } from '../../daemon/paths.js';
@@ -33,7 +33,7 @@ interface UpFlags {
   systemd: boolean;
 }
 
-/** The text of the svcd user unit (seed §1); see svcd-process.ts svcdUnit. */
+/** The text of the svcd user unit (docs/operator-guide.md, 6); see svcd-process.ts svcdUnit. */
 export function unitFile(o: Parameters<typeof svcdUnit>[0]): string {
   return renderUserUnit(svcdUnit(o));
 }
@@ -47,7 +47,7 @@ export function registerDaemonCommands(daemon: Command, deps: CommandDeps): void
     if (flag) return flag;
     const env = deps.io.env;
     if (env.SVC_BASE_URL) return env.SVC_BASE_URL;
-    const id = await readNodeIdentity(nodeFileForRead(env, home())).catch(() => null);
+    const id = await readNodeIdentity(nodeFileForRead(env, home()), { shared: 'report' }).catch(() => null);
     return id?.backend_url ?? DEFAULT_BASE_URL;
   }
 
@@ -99,7 +99,7 @@ export function registerDaemonCommands(daemon: Command, deps: CommandDeps): void
     );
   }
 
-  // The seed's form: `svc daemon --booster-wasm <path>` starts svcd with a Wasm validation
+  // The short form: `svc daemon --booster-wasm <path>` starts svcd with a Wasm validation
   // module. Without options `svc daemon` shows its commands. The option is the group's, so
   // commander also hands `svc daemon up --booster-wasm X` to it: `up` reads both.
   daemon

@@ -21,7 +21,7 @@ export function registerSvcdMcp(program: Command, io: CliIO): void {
     )
     .action(async () => {
       // Loaded here, not at the top: the MCP SDK (with zod) is ≈10 MiB of heap that `svcd run`,
-      // which registers this command too, must not carry (BENCHMARKS.md, "daemon").
+      // which registers this command too, must not carry (docs/perf-notes.md, daemon).
       const [{ StdioServerTransport }, { serveMcp }] = await Promise.all([
         import('@modelcontextprotocol/sdk/server/stdio.js'),
         import('../../daemon/mcp/stdio-server.js'),

@@ -66,6 +66,7 @@ interface ServeFlags {
   oidcDomainsClaim?: string;
   oidcJwksCooldown?: string;
   rateLimit?: string;
+  authFailureLimit?: string;
   eventRetention?: string;
   wsCompression?: boolean;
   logLevel: string;
@@ -122,6 +123,7 @@ export function registerTower(program: Command, deps: CommandDeps): void {
             }
           : {}),
         rateLimit: parseRateLimit(flags.rateLimit ?? '6000/1m', label('--rate-limit')),
+        authFailureLimit: parseRateLimit(flags.authFailureLimit ?? '120/1m', label('--auth-failure-limit')),
         eventRetentionMs: parseDuration(flags.eventRetention ?? '7d'),
         wsCompression: flags.wsCompression === true,
       });

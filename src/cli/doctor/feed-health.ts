@@ -5,7 +5,7 @@ import type { Check } from './report.js';
 
 /** "Recent" for reconnects and rate-limit pauses. */
 export const RECENT_MS = 60 * 60_000;
-/** More reconnects than this within RECENT_MS is a flapping upstream (seed §6: log them). */
+/** More reconnects than this within RECENT_MS is a flapping upstream (docs/fanout.md, Status). */
 export const FLAPPING_RECONNECTS = 3;
 
 export interface FanoutHealth {

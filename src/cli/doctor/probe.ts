@@ -156,7 +156,8 @@ export async function gatherFacts(io: CliIO, clock: Clock, opts: ProbeOptions): 
   let identity: NodeIdentity | null = null;
   let idError: string | null = null;
   try {
-    identity = await readNodeIdentity(idFile);
+    // Its mode is a check of its own (checks.ts): read it whatever the mode.
+    identity = await readNodeIdentity(idFile, { shared: 'report' });
   } catch (e) {
     // The hint says what to run; the detail keeps only what is wrong.
     idError = (e as Error).message.replace(/: run "svc agent node register.*$/, '');

@@ -1,10 +1,10 @@
-// The attach gateway (DESIGN §3 Attach proxy, §4): one TerminalSession per running PTY agent
+// The attach gateway (docs/attach.md): one TerminalSession per running PTY agent
 // (or per mux_hosted agent with viewers: a tmux client on its session, tmux-client.ts),
 // viewers from svcd.sock (local, WebSocket over the unix socket) and from the tower (on a
 // signed attach.open the node dials back /nodes/attach/{stream_id}). Every viewer open and
 // close is a matrix event; attach.list on mgmt.sock says who is attached where.
 // node:http and `ws` (and node:crypto, for the signature) are loaded on the first viewer: an
-// idle daemon never needs them (BENCHMARKS.md, daemon).
+// idle daemon never needs them (docs/perf-notes.md, daemon).
 import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -13,6 +13,7 @@ import { randomBytes } from '../../lib/random.js';
 import {
   type AttachListResult,
   closeCodeOf,
+  decodeViewerFrame,
   type ErrorFrame,
   LOCAL_ATTACH_PATH,
   NODE_ATTACH_PREFIX,
@@ -180,7 +181,20 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
     );
     if (v.closed) return;
     publish('attach_opened', agentId, v);
-    ws.on('message', (data, isBinary) => s.fromViewer(v, toBuffer(data), isBinary));
+    ws.on('message', (data, isBinary) => {
+      const buf = toBuffer(data);
+      if (!isBinary) {
+        // Decode before touching: a text frame that is not a control message ends this viewer.
+        const d = decodeViewerFrame(buf.toString('utf8'));
+        if (d.ok === false) {
+          log.warn({ agent: agentId, viewer: v.id, why: d.why }, 'viewer closed: invalid frame');
+          ws.close(1008, d.why.slice(0, 120));
+          return;
+        }
+        if (d.ok === 'skip') return;
+      }
+      s.fromViewer(v, buf, isBinary);
+    });
     ws.on('close', () => s.detach(v));
     ws.on('error', () => ws.terminate());
   }

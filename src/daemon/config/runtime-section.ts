@@ -1,5 +1,5 @@
 // [runtime.<kind>] tables of config.toml: the command template of each runtime kind
-// (DESIGN §4 Runtimes). Kinds without a table use their reference-agent default.
+// (docs/agents.md, Runtime kinds). Kinds without a table use their reference-agent default.
 import { RUNTIME_KINDS, type RuntimeKind } from '../../protocol/runtimes.js';
 import { RUNTIMES } from '../runtimes/kinds.js';
 import { PLACEHOLDERS, unknownPlaceholder } from '../runtimes/template.js';

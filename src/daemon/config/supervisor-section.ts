@@ -1,4 +1,4 @@
-// [supervisor] and [watchdog] tables of config.toml (DESIGN §4 Supervision and watchdog).
+// [supervisor] and [watchdog] tables of config.toml (docs/agents.md, Watchdog).
 import { SvcError } from '../../protocol/errors.js';
 import type { ConfigSection } from './config.js';
 import type { TableReader } from './toml.js';

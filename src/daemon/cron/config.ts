@@ -1,5 +1,5 @@
-// cron.toml, parsed in this one place into a typed, validated CronConfig (seed §2 Cron job,
-// DESIGN §4 Cron). Every error names the file, the line, the job and the field. Nothing else
+// cron.toml, parsed in this one place into a typed, validated CronConfig (docs/cron.md).
+// Every error names the file, the line, the job and the field. Nothing else
 // in svcd sees raw TOML.
 import { readFile } from 'node:fs/promises';
 import { parse, TomlError } from 'smol-toml';

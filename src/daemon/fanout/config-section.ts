@@ -1,4 +1,4 @@
-// [fanout] table of config.toml (DESIGN §4 Local fan-out): whether svcd relays the tower feed
+// [fanout] table of config.toml (docs/fanout.md): whether svcd relays the tower feed
 // to local consumers, where it listens, what it asks upstream for, and which MQTT topics it
 // re-emits. Parsing only; fanout.ts acts on the result.
 import { isIP } from 'node:net';
@@ -105,7 +105,7 @@ export const fanoutSection: ConfigSection<FanoutConfig> = {
         throw m.error('url', `scheme must be mqtt, mqtts, ws or wss, got "${parsed.protocol}"`);
       }
       if (parsed.password) {
-        // Secrets never sit in config files (seed §1.3).
+        // Secrets never sit in config files (docs/secrets.md).
         throw m.error('url', 'must not carry a password: config.toml is not a place for secrets');
       }
       const qos = m.integer('qos', 0, 2) ?? 0;

@@ -1,4 +1,4 @@
-// svcd's local fan-out (DESIGN §4 Local fan-out): the component that wires the upstream
+// svcd's local fan-out (docs/fanout.md): the component that wires the upstream
 // follower, the rate-limit hold, the ring buffer, the local listener and the MQTT input, and
 // assigns every local event its id. mgmt.sock: `fanout.status` (svc system doctor reads it) and
 // `events.subscribe` (subscribe.ts).

@@ -1,4 +1,4 @@
-// The rate-limit hold (seed §6 "pause fan-out retransmission"): while the upstream's
+// The rate-limit hold (docs/fanout.md, Rate limit): while the upstream's
 // rate_limit.remaining is 0, tower events are held, not relayed, until reset_at plus a margin;
 // then everything held goes out in arrival order. Decides with the injected clock only.
 import type { Clock, TimerHandle } from '../../lib/clock.js';

@@ -299,8 +299,15 @@ export class FanoutListener {
         closed = true;
         this.consumers.delete(consumer);
       });
-      // Consumers send nothing; anything they send is ignored (the stream is one-way).
-      ws.on('message', () => {});
+      // The stream is one-way: a consumer that sends anything is not speaking this protocol,
+      // and its connection ends (1008) with a log line.
+      ws.on('message', () => {
+        if (closed) return;
+        closed = true;
+        this.consumers.delete(consumer);
+        this.opts.log.warn('fan-out consumer closed: it sent a message on a one-way stream');
+        ws.close(1008, 'this stream takes no messages');
+      });
       ws.on('error', () => {});
       this.attach(consumer, parsed.after, (reset) => {
         if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'reset', ...reset }));

@@ -1,6 +1,7 @@
 // Fuzzing mgmt.sock (fast-check): random bytes, truncated JSON, wrong types and lines over the
-// limit, each followed on the same connection by a well-formed request that must still be
-// answered correctly; other clients are served meanwhile; the server never crashes.
+// limit. A line that is not a JSON-RPC request is answered -32700/-32600 and ends its
+// connection; a request with bad params is answered and the connection goes on; other
+// clients are served meanwhile; the server never crashes.
 import { createConnection, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { Type } from '@sinclair/typebox';
@@ -8,7 +9,13 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { silentLogger } from '../../lib/log.js';
-import { MGMT_MAX_IN_FLIGHT, MGMT_MAX_LINE_BYTES, MGMT_MAX_UNREAD_BYTES } from '../../protocol/mgmt.js';
+import { compileCheck } from '../../protocol/check.js';
+import {
+  JsonRpcRequest,
+  MGMT_MAX_IN_FLIGHT,
+  MGMT_MAX_LINE_BYTES,
+  MGMT_MAX_UNREAD_BYTES,
+} from '../../protocol/mgmt.js';
 import { MgmtServer } from './server.js';
 
 interface Reply {
@@ -20,6 +27,8 @@ interface Reply {
 class Client {
   private buf = '';
   private waiters = new Map<number, (r: Reply) => void>();
+  /** Replies with a null id (protocol errors), in order. */
+  readonly anonymous: Reply[] = [];
   closed = false;
   private constructor(private readonly s: Socket) {
     s.setEncoding('utf8');
@@ -30,6 +39,7 @@ class Client {
         this.buf = this.buf.slice(nl + 1);
         const r = JSON.parse(line) as Reply;
         if (typeof r.id === 'number') this.waiters.get(r.id)?.(r);
+        else if (r.id === null) this.anonymous.push(r);
       }
     });
     s.on('close', () => {
@@ -118,28 +128,54 @@ describe('mgmt.sock under fuzzing', () => {
       .map((o) => JSON.stringify(o)),
   );
 
-  it('answers a well-formed request after any junk on the same connection', async () => {
-    const c = await Client.open(sock);
+  const isRequestLine = (line: string): boolean => {
+    try {
+      const v: unknown = JSON.parse(line);
+      return compileCheck(JsonRpcRequest)(v) === null;
+    } catch {
+      return false;
+    }
+  };
+
+  it('ends a connection after a line that is not a request, answering why; others go on', async () => {
     const other = await Client.open(sock);
     await fc.assert(
       fc.asyncProperty(junk, fc.integer(), async (j, n) => {
+        const c = await Client.open(sock);
+        const text = typeof j === 'string' ? j : Buffer.from(j).toString('utf8');
+        const lines = text.split('\n').filter((l) => l.trim() !== '');
         c.raw(typeof j === 'string' ? j : Buffer.from(j));
         c.raw('\n');
         const id = nextId++;
-        const [r, o] = await Promise.all([c.call(id, 'echo', { n }), other.call(id, 'echo', { n: 1 })]);
-        expect(r).toMatchObject({ id, result: { n } });
+        const o = await other.call(id, 'echo', { n: 1 });
         expect(o).toMatchObject({ id, result: { n: 1 } });
-        expect(c.closed).toBe(false);
+        if (lines.every(isRequestLine)) {
+          expect(await c.call(id, 'echo', { n })).toMatchObject({ id, result: { n } });
+          expect(c.closed).toBe(false);
+        } else {
+          await until('the connection to close', () => c.closed);
+          const codes = c.anonymous.map((r) => r.error?.code);
+          expect(codes.some((code) => code === -32700 || code === -32600)).toBe(true);
+        }
+        c.close();
       }),
       { numRuns: 150 },
     );
-    c.close();
     other.close();
+  });
+
+  it('answers null, [] and 1 with -32600 Invalid Request, not an internal error', async () => {
+    for (const line of ['null', '[]', '1', '"s"', '{}', '{"jsonrpc":"2.0"}', '[null]']) {
+      const c = await Client.open(sock);
+      c.raw(`${line}\n`);
+      await until(`the connection to close after ${line}`, () => c.closed);
+      expect(c.anonymous.map((r) => r.error?.code)).toEqual([-32600]);
+    }
   });
 
   it('rejects wrong param types with a JSON-RPC error and keeps the connection', async () => {
     const c = await Client.open(sock);
-    for (const params of [{ n: 'x' }, { n: 1.5 }, { m: 1 }, [1], 'str', 42]) {
+    for (const params of [{ n: 'x' }, { n: 1.5 }, { m: 1 }, [1]]) {
       const r = await c.call(nextId++, 'echo', params);
       expect(r.error?.code).toBeTypeOf('number');
     }
@@ -149,19 +185,18 @@ describe('mgmt.sock under fuzzing', () => {
     c.close();
   });
 
-  it('discards lines over the limit without buffering them, then answers again', async () => {
+  it('ends a connection whose line is over the limit without buffering it', async () => {
     const c = await Client.open(sock);
     const chunk = 'x'.repeat(256 * 1024);
-    for (let i = 0; i < (MGMT_MAX_LINE_BYTES / chunk.length) * 4; i++) c.raw(chunk);
-    c.raw('\n');
     const before = process.memoryUsage().rss;
-    for (let i = 0; i < 16; i++) c.raw(chunk);
-    c.raw('\n');
-    expect(await c.call(nextId++, 'echo', { n: 3 })).toMatchObject({ result: { n: 3 } });
-    // 4 MiB more was sent; the server held at most one line's limit of it.
+    for (let i = 0; i < (MGMT_MAX_LINE_BYTES / chunk.length) * 4 && !c.closed; i++) c.raw(chunk);
+    await until('the connection to close', () => c.closed);
+    expect(c.anonymous.map((r) => r.error?.code)).toEqual([-32700]);
+    // 4 MiB were sent; the server held at most one line's limit of it.
     expect(process.memoryUsage().rss - before).toBeLessThan(64 * 1024 * 1024);
-    expect(c.closed).toBe(false);
-    c.close();
+    const again = await Client.open(sock);
+    expect(await again.call(nextId++, 'echo', { n: 3 })).toMatchObject({ result: { n: 3 } });
+    again.close();
   });
 
   it('stops reading the requests of a client that does not read its replies, and loses none', async () => {

@@ -1,7 +1,8 @@
-// mgmt.sock: JSON-RPC 2.0, newline-delimited, many concurrent clients. Malformed input gets
-// a JSON-RPC error and the connection stays open; an over-long line is answered with an
-// error and discarded without buffering it. Components register methods; params are
-// validated against each method's schema before its handler runs.
+// mgmt.sock: JSON-RPC 2.0, newline-delimited, many concurrent clients. A line that is not a
+// JSON-RPC request (not JSON: -32700; not a request: -32600; longer than the limit: -32700,
+// never buffered) is answered, logged, and ends that connection; other clients go on.
+// Components register methods; params are validated against each method's schema before its
+// handler runs (-32602, the connection stays).
 
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
@@ -10,13 +11,17 @@ import type AjvModule from 'ajv';
 import type { ErrorObject } from 'ajv';
 import { type JSONRPCRequest, JSONRPCServer } from 'json-rpc-2.0';
 import type { Logger } from '../../lib/log.js';
+import { compileCheck } from '../../protocol/check.js';
 import { Empty } from '../../protocol/common.js';
 import { isSvcError, SvcError } from '../../protocol/errors.js';
 import { collapseConstUnions } from '../../protocol/field-errors.js';
 import {
   errorFromRpc,
   JSONRPC_INTERNAL_ERROR,
+  JSONRPC_INVALID_REQUEST,
   JSONRPC_PARSE_ERROR,
+  JsonRpcBatch,
+  JsonRpcRequest,
   MGMT_MAX_IN_FLIGHT,
   MGMT_MAX_LINE_BYTES,
   MGMT_MAX_UNREAD_BYTES,
@@ -33,7 +38,7 @@ type Check = (params: unknown) => Pick<ErrorObject, 'keyword' | 'instancePath' |
 /**
  * Ajv, loaded and compiling a method's schema at that method's first call, not at start: an idle
  * daemon is called a few methods only, and Ajv with every compiled validator was ≈1 MiB of its
- * heap (BENCHMARKS.md "daemon"). Ajv is CommonJS, so a synchronous require does it.
+ * heap (docs/perf-notes.md, daemon). Ajv is CommonJS, so a synchronous require does it.
  */
 let ajv: Ajv | null = null;
 function compile(schema: TSchema): Check {
@@ -67,6 +72,16 @@ const checkEmpty: Check = (p) => {
     };
   return null;
 };
+
+/** The envelope checks, without Ajv (protocol/check.ts): every line passes them first. */
+const checkRequest = compileCheck(JsonRpcRequest);
+const checkBatch = compileCheck(JsonRpcBatch);
+
+/** What one line comes to: the reply to write (or none), and whether to close after it. */
+interface LineOutcome {
+  reply: unknown;
+  close: boolean;
+}
 
 export class MgmtServer implements MethodRegistry {
   private readonly rpc = new JSONRPCServer<CallContext>({ errorListener: () => {} });
@@ -146,9 +161,20 @@ export class MgmtServer implements MethodRegistry {
       unread: () => socket.writableLength,
     };
     let buffer = '';
-    let discarding = false;
+    let closing = false;
     const send = (msg: unknown) => {
-      if (!socket.destroyed) socket.write(`${JSON.stringify(msg)}\n`);
+      if (!socket.destroyed && !socket.writableEnded) socket.write(`${JSON.stringify(msg)}\n`);
+    };
+    // Invalid input: the protocol's error, a log line, and this connection ends (the others
+    // and the daemon go on). Nothing more is read from it.
+    const refuse = (msg: unknown, why: string) => {
+      if (closing) return;
+      closing = true;
+      queue.length = 0;
+      this.log.warn({ why }, 'mgmt.sock connection closed: invalid request');
+      send(msg);
+      socket.end();
+      socket.resume();
     };
     // Backpressure: a client that sends requests and never reads the replies must not grow
     // the daemon's memory. Lines wait in `queue` and run while fewer than MGMT_MAX_IN_FLIGHT
@@ -181,34 +207,32 @@ export class MgmtServer implements MethodRegistry {
         queueMicrotask(pump);
       };
       void this.handleLine(line, { ...connection, streaming: release }).then((res) => {
-        if (res !== null) send(res);
+        if (res.close) refuse(res.reply, 'not a JSON-RPC 2.0 request');
+        else if (res.reply !== null) send(res.reply);
         release();
       });
     };
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => {
+      if (closing) return;
       let rest = chunk;
       for (;;) {
         const nl = rest.indexOf('\n');
         if (nl < 0) {
-          if (!discarding) buffer += rest;
+          buffer += rest;
           if (Buffer.byteLength(buffer) > MGMT_MAX_LINE_BYTES) {
             buffer = '';
-            discarding = true;
-            send(lineTooLong());
+            refuse(lineTooLong(), 'request line too long');
+            return;
           }
           break;
         }
-        const line = discarding ? '' : buffer + rest.slice(0, nl);
+        const line = buffer + rest.slice(0, nl);
         rest = rest.slice(nl + 1);
         buffer = '';
-        if (discarding) {
-          discarding = false;
-          continue;
-        }
         if (Buffer.byteLength(line) > MGMT_MAX_LINE_BYTES) {
-          send(lineTooLong());
-          continue;
+          refuse(lineTooLong(), 'request line too long');
+          return;
         }
         if (line.trim() === '') continue;
         queue.push(line);
@@ -225,24 +249,40 @@ export class MgmtServer implements MethodRegistry {
     socket.on('error', () => abort.abort());
   }
 
-  private async handleLine(line: string, connection: Omit<CallContext, 'id'>): Promise<unknown> {
+  private async handleLine(line: string, connection: Omit<CallContext, 'id'>): Promise<LineOutcome> {
     let request: unknown;
     try {
       request = JSON.parse(line);
     } catch {
-      return { jsonrpc: '2.0', id: null, error: { code: JSONRPC_PARSE_ERROR, message: 'Parse error' } };
+      return {
+        reply: { jsonrpc: '2.0', id: null, error: { code: JSONRPC_PARSE_ERROR, message: 'Parse error' } },
+        close: true,
+      };
+    }
+    // Decode before touching: nothing of the line is read until it is a request (or a batch).
+    const bad = Array.isArray(request) ? checkBatch(request) : checkRequest(request);
+    if (bad !== null) {
+      const message = `Invalid Request: ${bad.path ? `${bad.path} ` : ''}${bad.message}`;
+      return {
+        reply: { jsonrpc: '2.0', id: null, error: { code: JSONRPC_INVALID_REQUEST, message } },
+        close: true,
+      };
     }
     // Each request gets its id in its context: a streaming method names its stream by it.
-    const id = (request as { id?: unknown } | null)?.id;
-    const call: CallContext = {
-      ...connection,
-      id: typeof id === 'string' || typeof id === 'number' ? id : null,
-    };
+    const id = Array.isArray(request) ? null : (request as JsonRpcRequest).id;
+    const call: CallContext = { ...connection, id: id ?? null };
     try {
-      return await this.rpc.receive(request as JSONRPCRequest, call);
+      return { reply: await this.rpc.receive(request as JSONRPCRequest, call), close: false };
     } catch (e) {
       this.log.warn({ err: e }, 'mgmt request failed');
-      return { jsonrpc: '2.0', id: null, error: { code: JSONRPC_INTERNAL_ERROR, message: 'internal error' } };
+      return {
+        reply: {
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: JSONRPC_INTERNAL_ERROR, message: 'internal error' },
+        },
+        close: false,
+      };
     }
   }
 }

@@ -1,4 +1,4 @@
-// alpha_agent_acp: a persistent JSON-RPC session using ACP over the agent's stdio (seed §1).
+// alpha_agent_acp: a persistent JSON-RPC session using ACP over the agent's stdio (docs/agents.md).
 // The session itself is acp-session.ts; this is the kind's definition.
 import type { RuntimeDefinition } from './kinds.js';
 

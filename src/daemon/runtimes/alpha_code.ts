@@ -1,4 +1,4 @@
-// alpha_code: a one-shot, non-interactive CLI invocation per prompt (seed §1).
+// alpha_code: a one-shot, non-interactive CLI invocation per prompt (docs/agents.md).
 import type { RuntimeDefinition } from './kinds.js';
 
 export const alphaCode: RuntimeDefinition = {

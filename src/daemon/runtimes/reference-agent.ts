@@ -1,4 +1,4 @@
-// The reference agents shipped with svcd (DESIGN §4 Runtimes): `svcd reference-agent
+// The reference agents shipped with svcd (docs/agents.md, Reference agents): `svcd reference-agent
 // {prompt}` (one-shot CLI), `--interactive` (a line-by-line REPL for tmux panes and PTYs)
 // and `--acp` (an ACP agent over stdio, reference-agent-acp.ts). All follow reference-verbs.ts; none uses the
 // network, so tests and a fresh `svc up` can drive every path of a runtime.

@@ -251,7 +251,7 @@ function lastChars(s: string, n: number): string {
   return s.length > n ? s.slice(s.length - n) : s;
 }
 
-/** Agent subprocesses have no TTY (seed §1): say so when sudo is why a run failed. */
+/** Agent subprocesses have no TTY (docs/worker.md): say so when sudo is why a run failed. */
 export function withSudoHint(failure: string, output: string): string {
   if (/sudo: (a terminal is required|a password is required|no tty present)/.test(output)) {
     return `${failure} (sudo failed: agent subprocesses have no TTY; configure passwordless sudo for the commands the agent needs)`;

@@ -64,6 +64,10 @@ export function createSecretsBroker(ctx: DaemonContext, options?: SecretsBrokerO
   const count = (r: BrokerReply) => {
     const k = r.ok ? 'ok' : r.error.code;
     counts[k] = (counts[k] ?? 0) + 1;
+    // Invalid input: logged (the message never holds the caller's values), and the
+    // connection ends with the reply (connection.ts).
+    if (!r.ok && r.error.code === 'bad_request')
+      log.warn({ why: r.error.message }, 'secrets.sock request refused');
   };
   let listener: UnixListener | null = null;
   let stopping: Promise<void> | null = null;

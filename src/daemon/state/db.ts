@@ -1,6 +1,6 @@
 // state.db as svcd's components see it: plain SQL on better-sqlite3 (prepared statements,
 // cached), synchronous, with transactions that commit when their function returns. Not
-// Kysely: its ≈260 modules were ≈2.5 MiB of the idle daemon's heap (BENCHMARKS.md "daemon").
+// Kysely: its ≈260 modules were ≈2.5 MiB of the idle daemon's heap (docs/perf-notes.md, daemon).
 import type Database from 'better-sqlite3';
 
 export type SqlValue = string | number | bigint | null;

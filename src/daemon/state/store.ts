@@ -2,6 +2,7 @@
 // its migrations once, tracked per component in svc_state_migrations.
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
+import { ensurePrivateFile, refuseSharedFiles } from '../../lib/private-files.js';
 import { openSqlite } from '../../lib/sqlite.js';
 import type { StateMigration, StateStore } from '../context.js';
 import { stateDbOf } from './db.js';
@@ -11,6 +12,10 @@ export interface OpenStateStore extends StateStore {
 }
 
 export function openStateStore(file: string, clock: Clock): OpenStateStore {
+  // state.db is private (0600, as its -wal and -shm, which SQLite makes with its mode); one
+  // that other users can read is refused.
+  refuseSharedFiles([file, `${file}-wal`, `${file}-shm`], "svcd's state database");
+  ensurePrivateFile(file);
   // FULL: a cron dedup key or outbox row written before an action must survive a crash.
   const sqlite = openSqlite(file, { synchronous: 'FULL' });
   const db = stateDbOf(sqlite.raw, sqlite.prepare);

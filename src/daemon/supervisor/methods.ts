@@ -1,4 +1,4 @@
-// mgmt.sock methods of the supervisor (DESIGN §4): agent.list|status|start|stop|restart|
+// mgmt.sock methods of the supervisor (docs/agents.md): agent.list|status|start|stop|restart|
 // signal|pause|resume, and agent.reload (re-read agents.toml and config.toml).
 import { AgentRef, AgentSignalParams } from '../../protocol/agents.js';
 import { Empty } from '../../protocol/common.js';

@@ -1,4 +1,4 @@
-// The watchdog's one decision (DESIGN §4 Supervision and watchdog): at a poll, given what a
+// The watchdog's one decision (docs/agents.md, Watchdog): at a poll, given what a
 // unit looks like now and what happened to it before, restart it now or not. Pure: no
 // clock, no I/O; the supervisor observes, calls step(), and carries out the action.
 //

@@ -10,12 +10,16 @@ import type { Clock, TimerHandle } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import { randomBytes } from '../../lib/random.js';
 import { WebSocketClient as WebSocket } from '../../lib/websocket-client.js';
+import { compileCheck } from '../../protocol/check.js';
 import {
   type AgentStatusMsg,
+  CLOSE_POLICY,
   CONTROL_PATH,
+  controlDecoder,
   DEAD_AFTER_MS,
   HEARTBEAT_MS,
   type NodeToTower,
+  TOWER_TO_NODE,
   type TowerToNode,
 } from '../../protocol/control.js';
 import type { Component } from '../context.js';
@@ -68,6 +72,14 @@ export function createControlChannel(deps: ControlDeps): ControlChannel {
   let connectedSince: number | null = null;
   let waiters: (() => void)[] = [];
   const presence = new Map<string, AgentPresence>();
+  // Decode before touching, without Ajv (an idle svcd keeps it unloaded): protocol/check.ts.
+  const decode = controlDecoder<TowerToNode>(TOWER_TO_NODE, (schema) => {
+    const check = compileCheck(schema);
+    return (v) => {
+      const f = check(v);
+      return f === null ? null : `${f.path || 'message'} ${f.message}`;
+    };
+  });
   const agentsNow = deps.agents ?? (() => [...presence].map(([agent_id, status]) => ({ agent_id, status })));
 
   function emit(msg: TowerToNode) {
@@ -137,14 +149,21 @@ export function createControlChannel(deps: ControlDeps): ControlChannel {
           : `HTTP ${statusCode}`;
       ws.terminate();
     });
-    ws.on('message', (data) => {
+    ws.on('message', (data, isBinary) => {
       seen();
-      let msg: TowerToNode;
-      try {
-        msg = JSON.parse(String(data)) as TowerToNode;
-      } catch {
+      if (socket !== ws) return;
+      const d = isBinary
+        ? ({ ok: false, why: 'binary frames are not part of the control protocol' } as const)
+        : decode(String(data));
+      if (d.ok === false) {
+        // A tower that sends what svcd cannot read: drop this channel and dial again.
+        lastError = `the tower sent an invalid control message (${d.why})`;
+        log.warn({ why: d.why }, 'control channel closed: invalid message');
+        ws.close(CLOSE_POLICY, d.why.slice(0, 120));
         return;
       }
+      if (d.ok === 'skip') return;
+      const msg = d.msg;
       if (msg.type === 'welcome') {
         welcomed = true;
         connects++;

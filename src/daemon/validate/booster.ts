@@ -1,4 +1,4 @@
-// The Wasm booster (DESIGN §4 Validation before tool calls): a module exporting `memory`,
+// The Wasm booster (docs/validation.md): a module exporting `memory`,
 // `alloc(len) -> ptr` and `validate(ptr, len) -> i32` judges each MCP call's payload. A
 // module from --booster-wasm runs in a worker thread, so one that loops is terminated at the
 // time limit and one that traps only fails its call; neither can take svcd down. It must not
@@ -95,7 +95,7 @@ function runInstance(ex: BoosterExports, payload: Uint8Array): number {
 /** The embedded default runs in-process: it is ours, it cannot loop. */
 export function embeddedBooster(): Booster {
   // Instantiated on the first check: compiling Wasm pages in V8's Wasm compiler, ≈0.6 MiB of
-  // RSS that a daemon which never validates an MCP call would keep (BENCHMARKS.md, daemon).
+  // RSS that a daemon which never validates an MCP call would keep (docs/perf-notes.md, daemon).
   let ex: BoosterExports | null = null;
   return {
     source: 'embedded',

@@ -1,4 +1,4 @@
-// [worker] table of config.toml (DESIGN §4 Task worker): claim-loop and subagent defaults.
+// [worker] table of config.toml (docs/worker.md): claim-loop and subagent defaults.
 // `svc run --max-concurrent` overrides max_concurrent per loop.
 import type { ConfigSection } from '../config/config.js';
 

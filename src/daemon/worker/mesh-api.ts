@@ -1,4 +1,4 @@
-// What the task worker needs from the tower's mesh tasks (DESIGN §3 Mesh tasks), as a small
+// What the task worker needs from the tower's mesh tasks (docs/mesh.md), as a small
 // interface: the claim loop and the subagent executor take it, tests pass an in-memory
 // fake, and tower-mesh.ts implements it over the node's tower client.
 

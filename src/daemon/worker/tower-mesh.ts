@@ -1,4 +1,4 @@
-// MeshWorkApi over the tower: the MCP tools of DESIGN §3 (POST /mcp/call with the node JWT)
+// MeshWorkApi over the tower: the MCP tools of docs/mesh.md (POST /mcp/call with the node JWT)
 // and the mission record for its repository (cached: a mission's repository rarely moves,
 // and a claim storm must not turn into a GET per task).
 import type { Claimed } from '../../protocol/mesh.js';

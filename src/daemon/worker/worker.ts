@@ -1,4 +1,4 @@
-// The task worker (DESIGN §4 Task worker): `svc run <runtime> --domain D` starts a work loop
+// The task worker (docs/worker.md): `svc run <runtime> --domain D` starts a work loop
 // (claim-loop.ts) for an agent of this node enrolled in D; each claimed task runs in an
 // ephemeral subagent (subagent.ts). This file is the component: mgmt methods, control-channel
 // wake-ups and cancels, loops kept in state.db and resumed at start, and recovery: subagents

@@ -1,4 +1,4 @@
-// The attach proxy (DESIGN §3): viewers open GET /api/attach-ws (Bearer, or a single-use
+// The attach proxy (docs/attach.md): viewers open GET /api/attach-ws (Bearer, or a single-use
 // ticket from POST /api/attach-tickets for browsers, with Origin checked); the tower
 // authorizes, sends a signed attach.open on the node's control channel and waits for the node
 // to dial back GET /nodes/attach/{stream_id}; then it pipes the two sockets (pipe.ts). Every
@@ -14,6 +14,8 @@ import {
   AttachTicketRequest,
   closeCodeOf,
   DIAL_BACK_TIMEOUT_MS,
+  decodeServerFrame,
+  decodeViewerFrame,
   type ErrorFrame,
   NODE_ATTACH_PREFIX,
   parseSizeQuery,
@@ -23,8 +25,8 @@ import { attachSignature } from '../../protocol/attach-signature.js';
 import { type ErrorCode, isSvcError, SvcError } from '../../protocol/errors.js';
 import { canSeeDomain, hasScope, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
-import { StreamWatch } from '../feed/stream-watch.js';
 import type { TowerPlugin } from '../http/app.js';
+import { addressRefusal, countAuthFailure, credentialHeader } from '../http/auth-hook.js';
 import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
 import { pipeSockets } from './pipe.js';
 
@@ -46,7 +48,8 @@ interface Ticket {
 interface PendingStream {
   nodeId: string;
   viewer: WebSocket;
-  arrived(node: WebSocket): void;
+  /** The node dialled back, with this credential (re-checked while the stream lives). */
+  arrived(node: WebSocket, header: string): void;
 }
 
 const MAX_TICKETS = 10_000;
@@ -57,8 +60,7 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
     const agents = opts.agents ?? agentsTableLookup;
     const tickets = new Map<string, Ticket>();
     const pending = new Map<string, PendingStream>();
-    const watch = new StreamWatch({ auth: ctx.auth, clock: ctx.clock, log: ctx.log });
-    app.addHook('onClose', async () => watch.stop());
+    const watch = ctx.credentials;
     const hash = (t: string) => createHash('sha256').update(t).digest('hex');
 
     /** May this principal attach to the agent on the node? Throws the refusal. */
@@ -132,7 +134,12 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
       (socket, req) => {
         // Frames the viewer sends before the node is there wait in the socket.
         socket.pause();
+        // This route authenticates itself (tickets): the address limit applies here as in
+        // the auth hook, before any credential is looked up.
+        const limited = addressRefusal(ctx, req.ip);
+        if (limited) return refuse(socket, limited.code, limited.message);
         void openStream(socket, req).catch((e: unknown) => {
+          countAuthFailure(ctx, req.ip, e);
           const err = isSvcError(e) ? e : new SvcError('internal', 'attach failed');
           if (!isSvcError(e)) log.error({ err: e }, 'attach failed');
           refuse(socket, err.code, err.message);
@@ -173,6 +180,9 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
       }
       if (!node || !agent)
         throw new SvcError('bad_request', 'give node and agent: /api/attach-ws?node=N&agent=A');
+      // attach.open carries the agent id: what the node would refuse never goes out.
+      if (node.length > 200 || agent.length > 200)
+        throw new SvcError('bad_request', 'node and agent ids are at most 200 characters');
       const principal = await ctx.auth.fromHeader(header || undefined);
       await authorize(principal, node, agent, readOnly);
       if (!ctx.nodes.isOnline(node)) {
@@ -193,6 +203,7 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         read_only: readOnly,
         ts: ctx.clock.now(),
       };
+      let nodeHeader = '';
       const nodeSocket = await new Promise<WebSocket | null>((resolve) => {
         const timer = ctx.clock.setTimeout(() => {
           pending.delete(streamId);
@@ -201,9 +212,10 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         pending.set(streamId, {
           nodeId: node,
           viewer,
-          arrived: (ws) => {
+          arrived: (ws, h) => {
             timer.cancel();
             pending.delete(streamId);
+            nodeHeader = h;
             resolve(ws);
           },
         });
@@ -236,13 +248,29 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         );
       }
       const started = ctx.clock.now();
-      const unwatch = watch.add(header, {
-        keepalive: () => {},
+      // Both credentials are re-checked while the stream lives: the viewer's, and the node's
+      // (a node re-registered, or whose signing key was retired, loses its streams too).
+      const unwatchViewer = watch.add(header, {
         end: (why) => {
           refuse(viewer, 'unauthenticated', why);
           nodeSocket.close(1000, 'viewer credential ended');
         },
       });
+      const unwatchNode = watch.add(nodeHeader, {
+        end: (why) => {
+          log.info({ stream: streamId, node, why }, "attach stream closed: the node's credential ended");
+          refuse(
+            viewer,
+            'unavailable',
+            "the node's credential is no longer valid; attach again once it reconnects",
+          );
+          nodeSocket.close(1008, why.slice(0, 120));
+        },
+      });
+      const unwatch = () => {
+        unwatchViewer();
+        unwatchNode();
+      };
       const onShutdown = () => {
         refuse(viewer, 'unavailable', 'the tower is shutting down; attach again');
         nodeSocket.close(1001, 'tower shutting down');
@@ -273,6 +301,21 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
           };
           return JSON.stringify(f);
         },
+        {
+          a: (text) => {
+            const d = decodeViewerFrame(text);
+            return d.ok === false ? d.why : null;
+          },
+          b: (text) => {
+            const d = decodeServerFrame(text);
+            return d.ok === false ? d.why : null;
+          },
+          onInvalid: (side, why) =>
+            log.warn(
+              { stream: streamId, node, agent, from: side === 'a' ? 'viewer' : 'node', why },
+              'attach stream closed: invalid frame',
+            ),
+        },
       );
     }
 
@@ -287,7 +330,7 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
           return;
         }
         socket.pause();
-        p.arrived(socket);
+        p.arrived(socket, credentialHeader(req));
       },
     );
   };

@@ -24,6 +24,8 @@ interface CacheEntry {
 }
 
 const NODE_SCOPES: Scope[] = ['feed:read', 'work:write'];
+/** How old the signing keys may be for a fresh lookup (open channels' re-checks). */
+const FRESH_KEYS_MS = 500;
 
 export interface LookupOptions {
   /** Skip the cache (the answer still refreshes it): for re-checks that must see revocations
@@ -58,7 +60,12 @@ export class Authenticator {
     if (cached && now - cached.at < this.cacheMs) {
       principal = cached.principal;
     } else {
-      principal = await this.lookup(credential);
+      try {
+        principal = await this.lookup(credential, opts.fresh === true);
+      } catch (e) {
+        this.cache.delete(credential);
+        throw e;
+      }
       if (this.cache.size > 10_000) this.cache.clear();
       this.cache.set(credential, { principal, at: now });
     }
@@ -69,15 +76,25 @@ export class Authenticator {
     return principal;
   }
 
+  /**
+   * True when `header` carries a credential this replica authenticated before (it is in the
+   * cache, however old): such a request is not a guess, and an address over its failure limit
+   * still lets it through to authentication (http/auth-hook.ts).
+   */
+  knownCredential(header: string): boolean {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    return m?.[1] !== undefined && this.cache.has(m[1]);
+  }
+
   /** Forgets cached lookups, e.g. right after this replica revoked a token. */
   invalidate(): void {
     this.cache.clear();
   }
 
-  private async lookup(credential: string): Promise<Principal> {
+  private async lookup(credential: string, fresh: boolean): Promise<Principal> {
     if (credential.startsWith(TOKEN_PREFIX)) return this.lookupToken(credential);
     if (credential.split('.').length === 3) {
-      if (jwtIssuer(credential) === NODE_JWT_ISSUER) return this.lookupNode(credential);
+      if (jwtIssuer(credential) === NODE_JWT_ISSUER) return this.lookupNode(credential, fresh);
       if (this.deps.oidc) return this.deps.oidc(credential);
       throw new SvcError('unauthenticated', 'OIDC tokens are not accepted: the tower has no --oidc-issuer');
     }
@@ -98,8 +115,9 @@ export class Authenticator {
     };
   }
 
-  private async lookupNode(jwt: string): Promise<Principal> {
-    const claims = await this.deps.keys.verifyNode(jwt);
+  private async lookupNode(jwt: string, fresh: boolean): Promise<Principal> {
+    // A fresh lookup sees keys retired on other replicas (re-read at most once a second).
+    const claims = await this.deps.keys.verifyNode(jwt, fresh ? { maxKeyAgeMs: FRESH_KEYS_MS } : {});
     const node = await this.deps.db
       .selectFrom('nodes')
       .select(['id', 'hostname', 'jti', 'domains'])

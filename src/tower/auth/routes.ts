@@ -8,7 +8,7 @@ import { SvcError } from '../../protocol/errors.js';
 import { type Node, type NodeRegister, NodeRegister as NodeRegisterSchema } from '../../protocol/nodes.js';
 import type { TowerContext } from '../context.js';
 import type { NodeRow } from '../store/types.js';
-import { canSeeDomain, type Principal } from './principal.js';
+import { coversDomains, grantRefusal, type Principal } from './principal.js';
 import { insertToken, listTokens, revokeToken } from './tokens.js';
 
 const IdParam = (name: string) =>
@@ -28,10 +28,9 @@ export function nodeFromRow(r: NodeRow, online: boolean): Node {
   };
 }
 
-/** May principal p take over (re-register) a node with these domains? */
+/** May principal p take over (re-register) a node with these domains? Only if it sees them all. */
 function coversNode(p: Principal, nodeDomains: string[] | null): boolean {
-  if (p.scopes.includes('admin') || p.domains === null) return true;
-  return nodeDomains?.every((d) => canSeeDomain(p, d)) ?? false;
+  return coversDomains(p, nodeDomains);
 }
 
 export function authRoutes(presence: NodePresence = () => false) {
@@ -40,35 +39,45 @@ export function authRoutes(presence: NodePresence = () => false) {
       '/tokens',
       { config: { scope: 'admin' }, schema: { body: TokenCreateSchema } },
       async (req, reply) => {
-        const created = await ctx.write((tx) => insertToken(tx, req.body as TokenCreate));
+        const body = req.body as TokenCreate;
+        // Grants never widen: scopes and domains within the creator's own.
+        const refusal = grantRefusal(req.principal, body.scopes, body.domains ?? null);
+        if (refusal) throw new SvcError('forbidden', refusal);
+        const created = await ctx.write((tx) => insertToken(tx, body));
         return reply.code(201).send(created);
       },
     );
-    app.get('/tokens', { config: { scope: 'admin' } }, async () => ({
-      items: await listTokens(ctx.store.db),
+    // A credential limited to domains sees and revokes only tokens limited to those domains.
+    app.get('/tokens', { config: { scope: 'admin' } }, async (req) => ({
+      items: (await listTokens(ctx.store.db)).filter((t) => coversDomains(req.principal, t.domains)),
       next_cursor: null,
     }));
     app.delete(
       '/tokens/:token_id',
       { config: { scope: 'admin' }, schema: { params: IdParam('token_id') } },
       async (req) => {
-        const token = await revokeToken(ctx.write, (req.params as { token_id: string }).token_id);
+        const id = (req.params as { token_id: string }).token_id;
+        const token = await revokeToken(ctx.write, id, (t) => coversDomains(req.principal, t.domains));
         ctx.auth.invalidate();
         return token;
       },
     );
 
-    app.get('/admin/signing-keys', { config: { scope: 'admin' } }, async () => ({
+    app.get('/admin/signing-keys', { config: { scope: 'admin', towerWide: true } }, async () => ({
       items: await ctx.keys.list(),
       next_cursor: null,
     }));
-    app.post('/admin/signing-keys/rotate', { config: { scope: 'admin' } }, async (_req, reply) => {
-      const kid = await ctx.keys.rotate();
-      return reply.code(201).send({ kid });
-    });
+    app.post(
+      '/admin/signing-keys/rotate',
+      { config: { scope: 'admin', towerWide: true } },
+      async (_req, reply) => {
+        const kid = await ctx.keys.rotate();
+        return reply.code(201).send({ kid });
+      },
+    );
     app.post(
       '/admin/signing-keys/:kid/retire',
-      { config: { scope: 'admin' }, schema: { params: IdParam('kid') } },
+      { config: { scope: 'admin', towerWide: true }, schema: { params: IdParam('kid') } },
       async (req) => {
         await ctx.keys.retire((req.params as { kid: string }).kid);
         return { kid: (req.params as { kid: string }).kid, retired: true };

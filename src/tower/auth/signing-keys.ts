@@ -33,6 +33,9 @@ export interface SigningKeyInfo {
 export class SigningKeys {
   private verifyKeys = new Map<string, KeyLike>();
   private signing: { kid: string; key: KeyLike } | null = null;
+  /** When the keys were last read from the store (clock ms), and a read under way. */
+  private loadedAt = Number.NEGATIVE_INFINITY;
+  private loading: Promise<void> | null = null;
 
   constructor(
     private readonly db: Db,
@@ -108,8 +111,15 @@ export class SigningKeys {
       .sign(s.key);
   }
 
-  /** Verifies a node JWT's signature and claims; throws unauthenticated otherwise. */
-  async verifyNode(jwt: string): Promise<NodeClaims> {
+  /**
+   * Verifies a node JWT's signature and claims; throws unauthenticated otherwise. With
+   * `maxKeyAgeMs`, the keys are first re-read if older than that, so a key retired on
+   * another replica stops verifying here too (re-checks of open channels ask for this).
+   */
+  async verifyNode(jwt: string, opts: { maxKeyAgeMs?: number } = {}): Promise<NodeClaims> {
+    if (opts.maxKeyAgeMs !== undefined && this.clock.now() - this.loadedAt >= opts.maxKeyAgeMs) {
+      await this.refresh();
+    }
     try {
       const { payload } = await jwtVerify(
         jwt,
@@ -156,7 +166,16 @@ export class SigningKeys {
     };
   }
 
+  /** load() for re-checks: concurrent callers share one read. */
+  private refresh(): Promise<void> {
+    this.loading ??= this.load().finally(() => {
+      this.loading = null;
+    });
+    return this.loading;
+  }
+
   private async load(): Promise<void> {
+    const startedAt = this.clock.now();
     const rows = await this.db
       .selectFrom('signing_keys')
       .selectAll()
@@ -174,5 +193,6 @@ export class SigningKeys {
     this.signing = newest
       ? { kid: newest.kid, key: await importJWK(JSON.parse(newest.private_jwk) as JWK, ALG) }
       : null;
+    this.loadedAt = startedAt;
   }
 }

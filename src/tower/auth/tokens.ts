@@ -50,10 +50,15 @@ export async function listTokens(db: Db): Promise<Token[]> {
   return rows.map(tokenFromRow);
 }
 
-export async function revokeToken(write: Write, id: string): Promise<Token> {
+/** Revokes a token; `visible` says whether the caller may see it (else it is not found). */
+export async function revokeToken(
+  write: Write,
+  id: string,
+  visible: (t: Token) => boolean = () => true,
+): Promise<Token> {
   return write(async (tx) => {
     const row = await tx.db.selectFrom('tokens').selectAll().where('id', '=', id).executeTakeFirst();
-    if (!row) throw new SvcError('not_found', `token ${id} not found`);
+    if (!row || !visible(tokenFromRow(row))) throw new SvcError('not_found', `token ${id} not found`);
     if (row.revoked_at === null) {
       await tx.db.updateTable('tokens').set({ revoked_at: tx.now }).where('id', '=', id).execute();
       row.revoked_at = tx.now;

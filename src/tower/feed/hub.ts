@@ -29,7 +29,7 @@ const MAX_QUEUED = 10_000;
  * MIN and 1.5 times the CPU time the last pass cost (read, fan-out and the streams' writes),
  * counted from the start of that pass, so fan-out takes at most two thirds of a core however
  * many streams there are (twice the pass cost, half a core, made p99 at 1 000 streams x 200
- * events/s worse: 77 against 43 ms, BENCHMARKS.md "feed"). CPU time,
+ * events/s worse: 77 against 43 ms, docs/perf-notes.md "feed"). CPU time,
  * not wall time: a pass that waited for the CPU (other processes, a busy machine) cost no
  * more, and spacing reads further would only add that wait to every event's latency again.
  * MAX bounds the latency this adds when fan-out alone is that expensive.

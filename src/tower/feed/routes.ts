@@ -15,7 +15,6 @@ import type { TowerPlugin } from '../http/app.js';
 import { FrameCache, httpChunk } from './frames.js';
 import type { FeedFilter, FeedHub, ResetInfo, Subscription } from './hub.js';
 import { FeedStats } from './stats.js';
-import { StreamWatch } from './stream-watch.js';
 
 /** Bytes a consumer may leave unread before it is cut off (it resumes by id). */
 export const STREAM_BUFFER_LIMIT = 1024 * 1024;
@@ -105,8 +104,7 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
     });
     // Every open stream listens for shutdown: thousands of listeners are expected, not a leak.
     setMaxListeners(0, ctx.shutdown);
-    const watch = new StreamWatch({ auth: ctx.auth, clock: ctx.clock, log: ctx.log });
-    app.addHook('onClose', async () => watch.stop());
+    const watch = ctx.credentials;
     // This registration serves every WebSocket route of the tower (feed, node control channel,
     // attach): attach senders split terminal bytes to fit (protocol/attach.ts).
     await app.register(websocket, {
@@ -300,8 +298,16 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
           unwatch();
           sub?.close();
         });
-        // Clients send nothing; anything they send is ignored (the stream is one-way).
-        socket.on('message', () => {});
+        // The stream is one-way: a client that sends anything is not speaking this protocol,
+        // and its stream ends (1008) with a log line.
+        socket.on('message', () => {
+          if (closed) return;
+          ctx.log.warn(
+            { component: 'feed', principal: principal.id },
+            'feed stream closed: the client sent a message',
+          );
+          finish(1008, 'this stream takes no messages');
+        });
         const onShutdown = () => finish(1001, 'tower shutting down');
         ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
         socket.on('close', () => ctx.shutdown.removeEventListener('abort', onShutdown));

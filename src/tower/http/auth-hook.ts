@@ -1,9 +1,11 @@
 // Authenticates every request against its route's declared scope, then applies the
-// per-principal rate limit and sets RateLimit-* headers. A route that forgets to declare a
-// scope fails at registration, so nothing is public by accident.
-import type { FastifyInstance } from 'fastify';
-import { SvcError } from '../../protocol/errors.js';
-import { hasScope } from '../auth/principal.js';
+// per-principal rate limit and sets RateLimit-* headers. Before authentication, a client
+// address that has failed to authenticate too often this window is refused (429), so guessing
+// credentials costs time and the store no lookups. A route that forgets to declare a scope
+// fails at registration, so nothing is public by accident.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { isSvcError, SvcError } from '../../protocol/errors.js';
+import { hasScope, isUnrestrictedAdmin, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import { sendProblem } from './problem.js';
 
@@ -18,12 +20,28 @@ export function installAuth(app: FastifyInstance, ctx: TowerContext): void {
   app.addHook('onRequest', async (req, reply) => {
     const scope = req.routeOptions.config?.scope;
     if (scope === undefined || scope === 'public') return;
-    const header = req.headers.authorization ?? queryToken(req.url);
-    const principal = await ctx.auth.fromHeader(header);
+    const header = credentialHeader(req);
+    // A credential this replica already knows is not a guess: it passes even from an address
+    // that others used up (another local user must not lock out the node on this machine).
+    const refused = ctx.auth.knownCredential(header) ? null : addressRefusal(ctx, req.ip);
+    if (refused) return sendProblem(reply, refused);
+    let principal: Principal;
+    try {
+      principal = await ctx.auth.fromHeader(header);
+    } catch (e) {
+      countAuthFailure(ctx, req.ip, e);
+      throw e;
+    }
     if (!hasScope(principal, scope)) {
       throw new SvcError(
         'forbidden',
         `this route needs the "${scope}" scope; the credential has ${principal.scopes.join(', ') || 'none'}`,
+      );
+    }
+    if (req.routeOptions.config?.towerWide && !isUnrestrictedAdmin(principal)) {
+      throw new SvcError(
+        'forbidden',
+        `this route is tower-wide administration: it needs an admin credential for every domain (this one is limited to ${principal.domains?.join(', ') || 'no domain'})`,
       );
     }
     req.principal = principal;
@@ -46,6 +64,33 @@ export function installAuth(app: FastifyInstance, ctx: TowerContext): void {
       );
     }
   });
+}
+
+/** The 429 for an address whose failed authentications used up this window, or null. */
+export function addressRefusal(ctx: TowerContext, address: string): SvcError | null {
+  if (!ctx.authFailures.enabled) return null;
+  const now = ctx.clock.now();
+  const d = ctx.authFailures.peek(address, now);
+  if (d.remaining > 0) return null;
+  const retryAfter = Math.max(1, Math.ceil((d.resetAt - now) / 1000));
+  return new SvcError(
+    'rate_limited',
+    `too many failed authentications from ${address} (limit ${d.limit}); retry in ${retryAfter} s`,
+    { retryAfter },
+  );
+}
+
+/** Counts a failed authentication against the client address (other errors do not count). */
+export function countAuthFailure(ctx: TowerContext, address: string, e: unknown): void {
+  if (isSvcError(e) && e.code === 'unauthenticated') ctx.authFailures.take(address, ctx.clock.now());
+}
+
+/**
+ * The credential a request was made with, as an Authorization header value ('' for none):
+ * what long-lived connections hand the credential watch to re-check.
+ */
+export function credentialHeader(req: FastifyRequest): string {
+  return req.headers.authorization ?? queryToken(req.url) ?? '';
 }
 
 /**

@@ -7,6 +7,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Required scope, or 'public' for unauthenticated routes. Every route must say. */
     scope?: Scope | 'public';
+    /**
+     * Tower-wide administration: besides the scope, the credential must be an admin for
+     * every domain (auth/principal.ts isUnrestrictedAdmin), not one limited to some.
+     */
+    towerWide?: boolean;
     /** Skip the per-request rate limit (long-lived streams count once, at open). */
     rateLimitExempt?: boolean;
   }

@@ -124,10 +124,10 @@ describe('mesh claim plan on postgres', () => {
         ]) as [string, string, boolean][],
       )('finds the rows of a lease-holding change by key and TID only (%s)', async (name, text, single) => {
         await db.query(`prepare ${name} as ${text}`);
-        // $1 task ids, $2 leases, $3 args, $4 visible domains, $5 now.
+        // $1 task ids, $2 leases, $3 args, $4 visible domains, $5 now, $6 requesting nodes.
         const args = single
-          ? "'mt_x', 'lease_x', null, null, '2026-01-01T00:00:00.000Z'"
-          : "array['mt_x'], array['lease_x'], array[null::text], array[null::text], '2026-01-01T00:00:00.000Z'";
+          ? "'mt_x', 'lease_x', null, null, '2026-01-01T00:00:00.000Z', 'node_x'"
+          : "array['mt_x'], array['lease_x'], array[null::text], array[null::text], '2026-01-01T00:00:00.000Z', array['node_x']";
         const res = await db.query(`explain (format json) execute ${name}(${args})`);
         const plan = (res.rows[0]['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0]?.Plan ?? {};
         const onTasks = nodes(plan).filter((x) => x['Relation Name'] === 'mesh_tasks');

@@ -307,7 +307,8 @@ const NO_CUR = { cur_state: null, cur_domain: null, cur_parent: null, cur_lease:
 /** The statement of a lease-holding change (exported for tests of its plan). */
 export function leasedText(change: LeasedChange, single = false): string {
   const from = change.from.map((st) => `'${st}'`).join(', ');
-  // $1 task ids, $2 leases, $3 args, $4 visible domains (JSON array text, null: all), $5 now.
+  // $1 task ids, $2 leases, $3 args, $4 visible domains (JSON array text, null: all), $5 now,
+  // $6 requesting nodes.
   // An expired lease matches nothing here and is refused on the general path (fencing).
   // `cur` is each task as this statement's snapshot sees it, for the checks and for
   // not_found / stale_lease. Each task is looked up on its own through the primary key (a
@@ -334,17 +335,21 @@ export function leasedText(change: LeasedChange, single = false): string {
   // planned generically (the hot pool, store/open.ts): left to choose, PostgreSQL planned
   // the array form afresh on every execution (its generic plan is costed for 100 array
   // elements), which took longer than executing it.
+  // $6: the node each request comes from (null: not a node). A lease belongs to the node of
+  // the agent that claimed it: a node's request for another node's lease is left alone here
+  // and refused on the general path (service.ts), with one primary-key probe of agents per
+  // request inside this statement, not another round trip.
   const reqs = single
-    ? 'select $1::text as id, $2::text as lease, $3::text as arg, $4::text as doms, 1::bigint as ord'
-    : `select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])
-        with ordinality as r(id, lease, arg, doms, ord)`;
+    ? 'select $1::text as id, $2::text as lease, $3::text as arg, $4::text as doms, $6::text as node, 1::bigint as ord'
+    : `select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $6::text[])
+        with ordinality as r(id, lease, arg, doms, node, ord)`;
   return `with req as (
       ${reqs}
     ), cur as (
-      select t.tid, t.id, t.state, t.domain_id, t.parent_id, t.lease_id, t.lease_expires_at
+      select t.tid, t.id, t.state, t.domain_id, t.parent_id, t.lease_id, t.lease_expires_at, t.claimed_by
       from (select distinct id from req order by id) u
       cross join lateral (
-        select ctid as tid, id, state, domain_id, parent_id, lease_id, lease_expires_at
+        select ctid as tid, id, state, domain_id, parent_id, lease_id, lease_expires_at, claimed_by
         from mesh_tasks where id = u.id limit 1
       ) t
     ), changed as (
@@ -354,6 +359,8 @@ export function leasedText(change: LeasedChange, single = false): string {
         and cur.lease_id = req.lease and cur.state in (${from})
         and cur.parent_id is null and cur.lease_expires_at > $5
         and (req.doms is null or req.doms::jsonb ? cur.domain_id)
+        and (req.node is null
+          or exists (select 1 from agents a where a.id = cur.claimed_by and a.node_id = req.node))
       returning t.*
     ), ev as (${eventInsert(change.action, '$5', change.extraPayload)})
     select req.ord, ${['state', 'domain_id', 'parent_id', 'lease_id']
@@ -370,6 +377,7 @@ interface Pending<R> {
   leaseId: string;
   arg: string | null;
   domains: string | null;
+  node: string | null;
   resolve(row: R | null): void;
   reject(e: unknown): void;
 }
@@ -409,6 +417,7 @@ export class LeasedBatcher<R extends LeasedOutcome & { id: string | null } = Lea
         leaseId,
         arg,
         domains: p.domains === null ? null : JSON.stringify(p.domains),
+        node: p.nodeId ?? null,
         resolve,
         reject,
       });
@@ -433,12 +442,14 @@ export class LeasedBatcher<R extends LeasedOutcome & { id: string | null } = Lea
       }
       let failed = false;
       const domains = p.domains === null ? null : JSON.stringify(p.domains);
+      const node = p.nodeId ?? null;
       reqs.forEach((r, i) => {
         this.queue.push({
           taskId: r.taskId,
           leaseId: r.leaseId,
           arg: r.arg,
           domains,
+          node,
           resolve: (row) => {
             rows[i] = row;
             if (--left === 0 && !failed) resolve(rows);
@@ -516,7 +527,14 @@ export class LeasedBatcher<R extends LeasedOutcome & { id: string | null } = Lea
           ? {
               name: `${this.change.name}_1`,
               text: this.single,
-              values: [batch[0]?.taskId, batch[0]?.leaseId, batch[0]?.arg, batch[0]?.domains, iso(nowMs)],
+              values: [
+                batch[0]?.taskId,
+                batch[0]?.leaseId,
+                batch[0]?.arg,
+                batch[0]?.domains,
+                iso(nowMs),
+                batch[0]?.node,
+              ],
             }
           : {
               name: this.change.name,
@@ -527,6 +545,7 @@ export class LeasedBatcher<R extends LeasedOutcome & { id: string | null } = Lea
                 batch.map((b) => b.arg),
                 batch.map((b) => b.domains),
                 iso(nowMs),
+                batch.map((b) => b.node),
               ],
             },
         // With `ack`, only the requests left alone come back: the rest changed.

@@ -1,4 +1,4 @@
-// Mesh task transitions (DESIGN §3 Mesh tasks), shared by the REST routes and /mcp/call.
+// Mesh task transitions (docs/mesh.md), shared by the REST routes and /mcp/call.
 // Every transition is one write with its `matrix` event. State checks are part of each
 // UPDATE (compare-and-set on state and lease), so two replicas racing on one task cannot both
 // win: on PostgreSQL the loser's UPDATE re-reads the committed row and matches nothing.
@@ -105,6 +105,25 @@ export class MeshService {
     if (!row || !canSeeDomain(p, row.domain_id))
       throw new SvcError('not_found', `mesh task ${taskId} not found`);
     return row;
+  }
+
+  /**
+   * A lease belongs to the node of the agent that claimed it: a node reporting on a task one
+   * of its own agents does not hold is refused (operators' credentials are not nodes).
+   */
+  private async checkLeaseOwner(db: Tx['db'], p: Principal, row: MeshTaskRow): Promise<void> {
+    if (p.nodeId === undefined || row.claimed_by === null) return;
+    const agent = await db
+      .selectFrom('agents')
+      .select('node_id')
+      .where('id', '=', row.claimed_by)
+      .executeTakeFirst();
+    if (agent?.node_id !== p.nodeId) {
+      throw new SvcError(
+        'forbidden',
+        `mesh task ${row.id} is leased to an agent of another node: only that node may report on it`,
+      );
+    }
   }
 
   async get(p: Principal, taskId: string): Promise<MeshTask> {
@@ -392,6 +411,7 @@ export class MeshService {
           `lease ${leaseId} is not the current lease of mesh task ${taskId} (state ${row.state}): the task was reclaimed, cancelled or finished`,
         );
       }
+      await this.checkLeaseOwner(tx.db, p, row);
       checkNotExpired(row, tx.now);
       await this.lockParent(tx, row);
       const set = change(row, tx);
@@ -456,6 +476,7 @@ export class MeshService {
       if (row.lease_id !== leaseId || !['claimed', 'running'].includes(row.state)) {
         throw new SvcError('stale_lease', `lease ${leaseId} is not the current lease of mesh task ${taskId}`);
       }
+      await this.checkLeaseOwner(tx.db, p, row);
       checkNotExpired(row, tx.now);
       tx.emit({
         type: 'progress',

@@ -15,7 +15,7 @@ const STALE = 'stale_lease';
 const ILLEGAL = 'illegal_transition';
 
 // The lease used is the task's current one, or for a task without one the lease it last had
-// (pending: one it never had). DESIGN §3 Mesh tasks.
+// (pending: one it never had). docs/mesh.md, States.
 const TABLE: Record<State, Record<Action, Outcome>> = {
   pending: {
     claim: 'claimed',

@@ -4,6 +4,7 @@ import { waitFor } from '../../../test/support/poll.js';
 import { STORES, startTestTower, type TestTower } from '../../../test/support/tower.js';
 import { FakeClock } from '../../lib/clock.js';
 import { DEAD_AFTER_MS, HEARTBEAT_MS } from '../../protocol/control.js';
+import { RECHECK_MS } from '../auth/credential-watch.js';
 
 const SECRET = 'a'.repeat(64);
 
@@ -35,7 +36,11 @@ describe.each(STORES)('node control channel on %s', (store) => {
       ws.once('open', res);
       ws.once('error', rej);
     });
-    ws.send(JSON.stringify(opts.hello ?? { type: 'hello', version: 'test', attach_secret: SECRET }));
+    ws.send(
+      JSON.stringify(
+        'hello' in opts ? opts.hello : { type: 'hello', version: 'test', attach_secret: SECRET },
+      ),
+    );
     return { ws, got, closed: () => closed };
   }
 
@@ -156,5 +161,50 @@ describe.each(STORES)('node control channel on %s', (store) => {
     });
     expect(clock.now()).toBeGreaterThanOrEqual(Date.parse('2026-11-23T10:00:00Z') + DEAD_AFTER_MS);
     await waitFor('offline', async () => (await t.call('GET', `/nodes/${s.node.id}`)).body.online === false);
+  });
+
+  it('closes a channel whose first frame is null, [] or not JSON with 1008, and serves on', async () => {
+    const s = await setup('nullframe');
+    for (const hello of [null, [], 1, 's', {}, { type: 'agent_status', agent_id: 'a', status: 'idle' }]) {
+      const c = await connect(s.node.jwt, { hello });
+      await waitFor('the close', () => c.closed());
+      expect(c.closed()).toBe(1008);
+    }
+    const ok = await connect(s.node.jwt);
+    await waitFor('welcome', () => ok.got.find((m) => m.type === 'welcome'));
+    // Once welcomed, an invalid message of a known type closes it too; an unknown type does not.
+    ok.ws.send(JSON.stringify({ type: 'future_message', x: 1 }));
+    ok.ws.send(JSON.stringify({ type: 'agent_status', agent_id: 5 }));
+    await waitFor('the close', () => ok.closed());
+    expect(ok.closed()).toBe(1008);
+    expect((await t.call('GET', '/healthz', undefined, null)).status).toBe(200);
+  });
+
+  it('closes the channel of a node re-registered with force within one re-check period', async () => {
+    const s = await setup('rotated');
+    const c = await connect(s.node.jwt);
+    await waitFor('welcome', () => c.got.find((m) => m.type === 'welcome'));
+    const again = await t.call('POST', '/nodes', { hostname: `rotated-${store}`, force: true });
+    expect(again.status).toBe(200);
+    await clock.advance(RECHECK_MS);
+    await waitFor('the close', () => c.closed());
+    expect(c.closed()).toBe(1008);
+    await waitFor('offline', async () => (await t.call('GET', `/nodes/${s.node.id}`)).body.online === false);
+  });
+
+  it('closes the channel of a node whose signing key is retired within one re-check period', async () => {
+    const s = await setup('retired');
+    const c = await connect(s.node.jwt);
+    await waitFor('welcome', () => c.got.find((m) => m.type === 'welcome'));
+    const keys = (await t.call('GET', '/admin/signing-keys')).body.items as {
+      kid: string;
+      active: boolean;
+    }[];
+    const current = keys.find((k) => k.active)?.kid as string;
+    expect((await t.call('POST', '/admin/signing-keys/rotate')).status).toBe(201);
+    expect((await t.call('POST', `/admin/signing-keys/${current}/retire`)).status).toBe(200);
+    await clock.advance(RECHECK_MS);
+    await waitFor('the close', () => c.closed());
+    expect(c.closed()).toBe(1008);
   });
 });

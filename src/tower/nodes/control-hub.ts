@@ -1,4 +1,4 @@
-// The tower's end of node control channels (GET /nodes/connect, DESIGN §1/§3): one WebSocket
+// The tower's end of node control channels (GET /nodes/connect, docs/architecture.md): one WebSocket
 // per connected svcd, opened with the node JWT. The node says hello (version, attach secret,
 // running agents); the tower answers welcome, then uses the channel for task_ready,
 // task_cancelled, attach.open and node.request (answered by node.response). Both sides ping every HEARTBEAT_MS; a channel silent for
@@ -6,26 +6,29 @@
 //
 // Presence is per replica: a node is connected to one replica at a time, so messages for it
 // are sent by the replica holding its channel; others do not see it. Work never depends on
-// task_ready arriving: workers also poll (DESIGN §4 Task worker).
+// task_ready arriving: workers also poll (docs/worker.md).
 
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { WebSocket } from 'ws';
 import { type Clock, systemClock, type TimerHandle } from '../../lib/clock.js';
 import {
-  AgentStatusMsg,
+  CLOSE_POLICY,
   CONTROL_PATH,
+  controlDecoder,
   DEAD_AFTER_MS,
   HEARTBEAT_MS,
-  Hello,
   NODE_REQUEST_TIMEOUT_MS,
+  NODE_TO_TOWER,
   type NodeRequestMethod,
-  NodeResponse,
+  type NodeResponse,
+  type NodeToTower,
   type TowerToNode,
 } from '../../protocol/control.js';
 import { type ErrorCode, isErrorCode, SvcError } from '../../protocol/errors.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
+import { credentialHeader } from '../http/auth-hook.js';
 import { makeAjv } from '../http/validation.js';
 
 interface Channel {
@@ -36,8 +39,6 @@ interface Channel {
   connectedAt: number;
   lastSeen: number;
 }
-
-type Validator = ((x: unknown) => boolean) & { errors?: unknown[] | null };
 
 interface PendingRequest {
   nodeId: string;
@@ -154,9 +155,10 @@ export class ControlHub {
 export function controlRoutes(hub: ControlHub): TowerPlugin {
   return (app: FastifyInstance, ctx: TowerContext) => {
     const ajv = makeAjv(false);
-    const validHello = ajv.compile(Hello) as Validator;
-    const validStatus = ajv.compile(AgentStatusMsg) as Validator;
-    const validResponse = ajv.compile(NodeResponse) as Validator;
+    const decode = controlDecoder<NodeToTower>(NODE_TO_TOWER, (schema) => {
+      const validate = ajv.compile(schema);
+      return (v) => (validate(v) ? null : ajv.errorsText(validate.errors, { dataVar: 'message' }));
+    });
     const log = ctx.log.child({ component: 'control' });
 
     const setAgents = async (
@@ -201,6 +203,14 @@ export function controlRoutes(hub: ControlHub): TowerPlugin {
       }
       let channel: Channel | null = null;
       let timer: TimerHandle | null = null;
+      // The channel lives only as long as its credential: a node re-registered (JWT rotated),
+      // a signing key retired, on any replica, closes it at the next re-check.
+      const unwatch = ctx.credentials.add(credentialHeader(req), {
+        end: (why) => {
+          log.info({ node: nodeId, why }, "control channel closed: the node's credential ended");
+          socket.close(CLOSE_POLICY, why.slice(0, 120));
+        },
+      });
       let lastSeen = ctx.clock.now();
       const seen = () => {
         lastSeen = ctx.clock.now();
@@ -222,21 +232,19 @@ export function controlRoutes(hub: ControlHub): TowerPlugin {
       socket.on('ping', seen);
       socket.on('message', (data, isBinary) => {
         seen();
-        if (isBinary) return;
-        let msg: unknown;
-        try {
-          msg = JSON.parse(String(data));
-        } catch {
-          socket.close(1007, 'messages are JSON text');
-          return;
-        }
-        const type = (msg as { type?: unknown }).type;
+        if (socket.readyState !== socket.OPEN) return;
+        // Decode before touching: a frame that is not a valid message of a known type closes
+        // this channel (1008), never the process.
+        const bad = (why: string) => {
+          log.warn({ node: nodeId, why }, 'control channel closed: invalid message');
+          socket.close(CLOSE_POLICY, why.slice(0, 120));
+        };
+        if (isBinary) return bad('binary frames are not part of the control protocol');
+        const d = decode(String(data));
+        if (d.ok === false) return bad(d.why);
         if (!channel) {
-          if (type !== 'hello' || !validHello(msg)) {
-            socket.close(1008, 'the first message must be a valid hello');
-            return;
-          }
-          const h = msg as Hello;
+          if (d.ok !== true || d.msg.type !== 'hello') return bad('the first message must be a valid hello');
+          const h = d.msg;
           channel = {
             nodeId,
             socket,
@@ -253,15 +261,15 @@ export function controlRoutes(hub: ControlHub): TowerPlugin {
           void setAgents(nodeId, h.agents ?? []);
           return;
         }
-        if (type === 'agent_status' && validStatus(msg)) {
-          const s = msg as AgentStatusMsg;
-          void setAgents(nodeId, [{ agent_id: s.agent_id, status: s.status }]);
-        } else if (type === 'node.response' && validResponse(msg)) {
-          hub.answer(nodeId, msg as NodeResponse);
-        }
-        // Unknown messages are ignored: newer nodes may send more than this tower knows.
+        // Unknown types are skipped: newer nodes may send more than this tower knows.
+        if (d.ok !== true) return;
+        const m = d.msg;
+        if (m.type === 'agent_status') void setAgents(nodeId, [{ agent_id: m.agent_id, status: m.status }]);
+        else if (m.type === 'node.response') hub.answer(nodeId, m);
+        else if (m.type === 'hello') bad('hello was already sent on this channel');
       });
       socket.on('close', () => {
+        unwatch();
         timer?.cancel();
         if (channel && hub.unregister(channel)) {
           log.info({ node: nodeId }, 'node disconnected');

@@ -1,4 +1,4 @@
-// Task notices to nodes (DESIGN §3): `task_ready` when a mesh task becomes claimable (new,
+// Task notices to nodes (docs/mesh.md): `task_ready` when a mesh task becomes claimable (new,
 // retried, lease expired), to every node with an agent that could claim it; `task_cancelled`
 // when a claimed or running task is cancelled, to the node of the agent holding it.
 //

@@ -168,7 +168,8 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
   }
 
   app.post(spec.basePath, {
-    config: { scope: spec.createScope },
+    // Domains themselves are tower-wide: only an admin of every domain creates or deletes one.
+    config: { scope: spec.createScope, towerWide: spec.parent === 'none' },
     schema: { body: spec.schemas.create },
     handler: async (req, reply) => {
       // One statement on PostgreSQL, one grouped write on SQLite; the insert checks the
@@ -250,7 +251,7 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
   });
 
   app.delete(one, {
-    config: { scope: spec.parent === 'none' ? 'admin' : 'work:write' },
+    config: { scope: spec.parent === 'none' ? 'admin' : 'work:write', towerWide: spec.parent === 'none' },
     schema: {
       querystring: Type.Object({ cascade: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
     },

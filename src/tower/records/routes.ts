@@ -1,4 +1,4 @@
-// The record collections of DESIGN §3: domains, missions, regular (Kanban) tasks,
+// The record collections of docs/api.md: domains, missions, regular (Kanban) tasks,
 // documents and artifacts. Regular tasks are tracking only; nothing here dispatches work.
 import type { FastifyInstance } from 'fastify';
 import * as R from '../../protocol/records.js';

@@ -12,7 +12,7 @@ export interface EnrolledAgent {
 export type AgentLookup = (db: Db, agentId: string) => Promise<EnrolledAgent | null>;
 
 /**
- * Default lookup over the `agents` table of DESIGN §3 (enrolment per node and domain).
+ * Default lookup over the `agents` table (enrolment per node and domain, docs/mesh.md).
  * TODO(secrets): the agents table is created by the mesh-tasks area; if its columns differ
  * from (id, node_id, domain_id), adjust this one query.
  */

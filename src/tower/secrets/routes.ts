@@ -1,4 +1,4 @@
-// HTTP routes of secrets (DESIGN §3): operators set, list, grant and revoke (values are
+// HTTP routes of secrets (docs/secrets.md): operators set, list, grant and revoke (values are
 // write-only), nodes fetch on behalf of an enrolled agent, admins rotate the master key.
 // Every fetch, granted or refused, is audited as a `matrix` event without the value.
 import { Type } from '@sinclair/typebox';
@@ -86,11 +86,11 @@ export function secretRoutes(opts: SecretRoutesOptions = {}): TowerPlugin {
       ...(opts.masterKey !== undefined ? { masterKey: opts.masterKey } : {}),
     });
     registerSecretRoutes(app, ctx, mk, opts.agents ?? agentsTableLookup);
-    app.get('/admin/master-key', { config: { scope: 'admin' } }, async (req) => {
+    app.get('/admin/master-key', { config: { scope: 'admin', towerWide: true } }, async (req) => {
       requireGlobalAdmin(req.principal);
       return masterKeyStatus(ctx.store.db, mk);
     });
-    app.post('/admin/master-key/rotate', { config: { scope: 'admin' } }, async (req) => {
+    app.post('/admin/master-key/rotate', { config: { scope: 'admin', towerWide: true } }, async (req) => {
       requireGlobalAdmin(req.principal);
       return rotateMasterKey(keyDeps, mk);
     });

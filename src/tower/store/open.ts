@@ -1,12 +1,12 @@
 // Opens the tower's store: embedded SQLite (WAL) by default, PostgreSQL for replicas.
 // `postgres://…?schema=NAME` keeps all tables in one schema (created if missing), which is
 // how tests and shared servers isolate one tower from another.
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
+import { ensurePrivateDir, ensurePrivateFile, refuseSharedFiles } from '../../lib/private-files.js';
 import { openSqlite } from '../../lib/sqlite.js';
 import { MIGRATIONS, type Migration } from './migrations.js';
 import type { Db, Dialect, Tables } from './types.js';
@@ -53,7 +53,7 @@ export interface OpenStoreOptions {
  * empty claim), and the completion of several tasks, whose generic plan is costed for 100
  * array elements, on every execution. These statements' plans do not depend on the values
  * (primary-key lookups, the pending index in its order: their generic plans are in
- * BENCHMARKS.md, queue notes). The Kysely-built queries stay on the main pool: some need
+ * docs/perf-notes.md, queue). The Kysely-built queries stay on the main pool: some need
  * their values to choose a partial index. In bench/queue (16 claimers, batches of 100) this
  * took PostgreSQL's CPU per task from 42.5 to 35.5 µs.
  *
@@ -135,8 +135,15 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
   if (opts.database && opts.database !== 'sqlite') {
     throw new Error(`unsupported --database "${opts.database}": use postgres://… or omit it for SQLite`);
   }
-  mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  // tower.db holds the node signing keys and every token hash: private, whatever the umask or
+  // the data directory's earlier mode; an existing one others can read is refused.
+  ensurePrivateDir(opts.dataDir);
   const file = join(opts.dataDir, 'tower.db');
+  refuseSharedFiles(
+    [file, `${file}-wal`, `${file}-shm`, join(opts.dataDir, 'admin.token')],
+    "The tower's database and admin token",
+  );
+  ensurePrivateFile(file);
   const sqlite = openSqlite(file, { synchronous: 'NORMAL', foreignKeys: true });
   const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: sqlite.kysely }) });
   const readConn = openSqlite(file, { synchronous: 'NORMAL', readonly: true });

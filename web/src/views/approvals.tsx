@@ -1,19 +1,7 @@
 // Approvals: pending ones with approve/reject and a reason; decided ones read-only.
 import { useCallback, useEffect, useState } from 'preact/hooks';
+import type { Approval } from '../../../src/protocol/approvals.js';
 import { ApiError, api, listAll } from '../api.js';
-
-interface Approval {
-  id: string;
-  domain_id: string;
-  mission_id: string | null;
-  agent_id: string | null;
-  title: string;
-  detail: string | null;
-  status: 'pending' | 'approved' | 'rejected';
-  reason: string | null;
-  decided_by: string | null;
-  created_at: string;
-}
 
 export function ApprovalsView() {
   const [items, setItems] = useState<Approval[] | null>(null);

@@ -1,12 +1,7 @@
 // Domains the token may see, with their missions.
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, type Domain, listAll } from '../api.js';
-
-interface Mission {
-  id: string;
-  name: string;
-  description?: string | null;
-}
+import type { Domain, Mission } from '../../../src/protocol/records.js';
+import { ApiError, listAll } from '../api.js';
 
 export function DomainsView() {
   const [domains, setDomains] = useState<Domain[] | null>(null);

@@ -1,7 +1,8 @@
 // Live feed: events as they arrive, filters, pause, a banner while the stream is down and
 // the principal's rate-limit block from the latest event.
 import { useEffect, useState } from 'preact/hooks';
-import { type FeedEvent, feedStore } from '../feed.js';
+import type { FeedEvent } from '../../../src/protocol/events.js';
+import { feedStore } from '../feed.js';
 
 const TYPES = ['approval', 'inbox', 'matrix', 'progress'];
 

@@ -2,62 +2,10 @@
 // and, for online nodes, what svcd reports through GET /nodes/{id}/status: supervision state
 // with restart/pause/resume, and cron jobs with their next fire and last outcome.
 import { useCallback, useEffect, useState } from 'preact/hooks';
+import type { AgentStatus } from '../../../src/protocol/agents.js';
+import type { Agent } from '../../../src/protocol/mesh.js';
+import type { Node, NodeStatus } from '../../../src/protocol/nodes.js';
 import { api, errorText, listAll } from '../api.js';
-
-interface Node {
-  id: string;
-  hostname: string;
-  online: boolean;
-}
-
-interface Agent {
-  id: string;
-  node_id: string;
-  domain_id: string;
-  name: string;
-  runtime: string;
-  capabilities: string[];
-  status: string;
-}
-
-interface Supervised {
-  id: string;
-  runtime: string;
-  backend: string;
-  supervise: boolean;
-  paused: boolean;
-  pty: boolean;
-  state: string;
-  pid: number | null;
-  started_at: string | null;
-  restarts: number;
-  last_restart_at: string | null;
-  last_restart_reason: string | null;
-  gave_up_until: string | null;
-}
-
-interface CronJob {
-  name: string;
-  kind: string;
-  schedule: string | null;
-  interval: string | null;
-  dispatch: string;
-  enabled: boolean;
-  next_fire: string | null;
-  next_fire_local: string | null;
-  running: boolean;
-  last_fire: {
-    outcome: string;
-    scheduled_minute: string;
-    exit_code: number | null;
-    detail: string | null;
-  } | null;
-}
-
-interface NodeStatus {
-  agents: Supervised[];
-  cron: { timezone: string; config_error: string | null; jobs: CronJob[] } | null;
-}
 
 const time = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
@@ -128,7 +76,7 @@ function NodeCard(props: { node: Node; agents: Agent[] }) {
     setBusy(`${agentId}:${action}`);
     setNotice(null);
     try {
-      const after = await api<Supervised>(
+      const after = await api<AgentStatus>(
         'POST',
         `/nodes/${encodeURIComponent(node.id)}/agents/${encodeURIComponent(agentId)}/actions`,
         { action },

@@ -2,29 +2,11 @@
 // (pending/claimed/running), and the live progress of running tasks from the feed's
 // `progress` events. The list reloads when a `matrix` event for the mission arrives.
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, type Domain, errorText, listAll } from '../api.js';
-import { type FeedEvent, feedStore } from '../feed.js';
-
-interface Mission {
-  id: string;
-  name: string;
-}
-
-export interface MeshTask {
-  id: string;
-  mission_id: string;
-  title: string;
-  description: string;
-  claim_policy: string;
-  priority: number;
-  state: 'pending' | 'claimed' | 'running' | 'completed' | 'failed' | 'cancelled';
-  attempt: number;
-  max_attempts: number;
-  claimed_by: string | null;
-  failure_reason: string | null;
-  parent_id: string | null;
-  updated_at: string;
-}
+import type { FeedEvent } from '../../../src/protocol/events.js';
+import type { MeshTask } from '../../../src/protocol/mesh.js';
+import type { Domain, Mission } from '../../../src/protocol/records.js';
+import { api, errorText, listAll } from '../api.js';
+import { feedStore } from '../feed.js';
 
 const STATES: MeshTask['state'][] = ['running', 'claimed', 'pending', 'failed', 'completed', 'cancelled'];
 const CANCELLABLE = new Set(['pending', 'claimed', 'running']);

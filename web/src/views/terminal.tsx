@@ -3,25 +3,14 @@
 // agent's PTY with the window, a read-only toggle (a new ticket: the node enforces it), and a
 // plain message when the node is offline or the session ends.
 import { useEffect, useRef, useState } from 'preact/hooks';
+import type { AttachTicket } from '../../../src/protocol/attach.js';
+import type { Agent } from '../../../src/protocol/mesh.js';
+import type { Node } from '../../../src/protocol/nodes.js';
 import { api, errorText } from '../api.js';
 
 /** Terminal bytes per WebSocket frame, as svcd and svc attach send them (protocol/attach.ts). */
 const FRAME_BYTES = 32 * 1024;
 
-interface Agent {
-  id: string;
-  node_id: string;
-  name: string;
-  runtime: string;
-}
-interface NodeInfo {
-  id: string;
-  hostname: string;
-  online: boolean;
-}
-interface Ticket {
-  ticket: string;
-}
 type Term = import('@xterm/xterm').Terminal;
 
 const FONT = { family: 'ui-monospace, Menlo, Consolas, monospace', size: 14 };
@@ -44,7 +33,7 @@ export function TerminalView(props: { agent: string }) {
   const term = useRef<Term | null>(null);
   const ws = useRef<WebSocket | null>(null);
   const [agent, setAgent] = useState<Agent | null>(null);
-  const [node, setNode] = useState<NodeInfo | null>(null);
+  const [node, setNode] = useState<Node | null>(null);
   const [readOnly, setReadOnly] = useState(false);
   const [status, setStatus] = useState<{ text: string; bad?: boolean }>({ text: 'Loading…' });
   // Bumped by Reconnect: reloads the agent and node, which opens a new session.
@@ -59,7 +48,7 @@ export function TerminalView(props: { agent: string }) {
     (async () => {
       try {
         const a = await api<Agent>('GET', `/agents/${encodeURIComponent(props.agent)}`);
-        const n = await api<NodeInfo>('GET', `/nodes/${encodeURIComponent(a.node_id)}`);
+        const n = await api<Node>('GET', `/nodes/${encodeURIComponent(a.node_id)}`);
         if (!live) return;
         setAgent(a);
         setNode(n);
@@ -146,9 +135,9 @@ export function TerminalView(props: { agent: string }) {
     (async () => {
       setStatus({ text: `Attaching to ${agent.name}${readOnly ? ' (read-only)' : ''}…` });
       t.options.disableStdin = readOnly;
-      let ticket: Ticket;
+      let ticket: AttachTicket;
       try {
-        ticket = await api<Ticket>('POST', '/api/attach-tickets', {
+        ticket = await api<AttachTicket>('POST', '/api/attach-tickets', {
           node: node.id,
           agent: agent.id,
           read_only: readOnly,

@@ -1,4 +1,4 @@
-// Unit backends (DESIGN §4): one interface over the ways an agent can be kept running.
+// Unit backends (docs/agents.md): one interface over the ways an agent can be kept running.
 // process: svcd owns the child (plain, PTY or ACP); tmux: one session per mux_hosted agent,
 // outliving svcd; systemd: a user unit per agent via `systemctl --user`.
 

@@ -6,7 +6,7 @@ import { startTestTower, type TestTower } from '../../../test/support/tower.js';
 import { FakeClock } from '../../lib/clock.js';
 import { silentLogger } from '../../lib/log.js';
 import { createTower, type Tower } from '../tower.js';
-import { RECHECK_MS } from './stream-watch.js';
+import { RECHECK_MS } from './credential-watch.js';
 
 describe('stream re-checks across PostgreSQL replicas', () => {
   let a: TestTower;

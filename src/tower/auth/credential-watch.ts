@@ -1,24 +1,27 @@
-// One re-check loop for every open feed stream of this replica (SSE and WebSocket). Every
-// RECHECK_MS each distinct credential among the open streams is looked up once, past the auth
-// cache, so a token revoked on any replica, or expired, closes its streams within a second at
-// the cost of one lookup per credential rather than per stream; keep-alives ride the same
-// loop. It never delivers events (feed/hub.ts does).
+// One re-check loop for every long-lived connection of this replica opened with a credential:
+// feed streams (SSE and WebSocket), node control channels, and both sides of attach streams.
+// Every RECHECK_MS each distinct credential among them is looked up once, past the auth cache
+// (and, for node JWTs, with the signing keys re-read at most once per period), so a token
+// revoked, a node re-registered (its JWT rotated), a signing key retired on any replica, or a
+// credential expired, ends its connections within a second, at the cost of one lookup per
+// credential rather than per connection. The feed's keep-alives ride the same loop. It never
+// delivers anything itself.
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import { isSvcError } from '../../protocol/errors.js';
-import type { Authenticator } from '../auth/authenticate.js';
+import type { Authenticator } from './authenticate.js';
 
 export const KEEPALIVE_MS = 15_000;
 /** How often open streams' credentials are re-checked (revoked or expired → closed). */
 export const RECHECK_MS = 500;
 
 export interface WatchedStream {
-  keepalive(): void;
+  keepalive?(): void;
   /** Ends the stream; `why` is a message the client can act on. */
   end(why: string): void;
 }
 
-export class StreamWatch {
+export class CredentialWatch {
   private readonly byHeader = new Map<string, Set<WatchedStream>>();
   private timer: TimerHandle | null = null;
   private lastKeepalive: number;
@@ -27,10 +30,17 @@ export class StreamWatch {
 
   constructor(private readonly deps: { auth: Authenticator; clock: Clock; log: Logger }) {
     this.lastKeepalive = deps.clock.now();
-    this.log = deps.log.child({ component: 'feed-watch' });
+    this.log = deps.log.child({ component: 'credential-watch' });
   }
 
-  /** Watches a stream opened with `header` (its Authorization value); returns the unwatch. */
+  /** Open connections watched, for tests and metrics. */
+  get size(): number {
+    let n = 0;
+    for (const set of this.byHeader.values()) n += set.size;
+    return n;
+  }
+
+  /** Watches a connection opened with `header` (its Authorization value); returns the unwatch. */
   add(header: string, stream: WatchedStream): () => void {
     let set = this.byHeader.get(header);
     if (!set) {
@@ -44,6 +54,13 @@ export class StreamWatch {
       mine.delete(stream);
       if (mine.size === 0 && this.byHeader.get(header) === mine) this.byHeader.delete(header);
     };
+  }
+
+  private ticked: (() => void)[] = [];
+
+  /** Resolves after the next re-check has run (tests). */
+  nextCheck(): Promise<void> {
+    return new Promise((r) => this.ticked.push(r));
   }
 
   stop(): void {
@@ -69,18 +86,19 @@ export class StreamWatch {
         } catch (e) {
           // A store that does not answer is not a revocation: keep the streams, ask again.
           if (!isSvcError(e) || e.code !== 'unauthenticated') {
-            this.log.warn({ err: e }, 'cannot re-check a feed credential; trying again');
+            this.log.warn({ err: e }, 'cannot re-check a credential; trying again');
             return;
           }
           why = e.message;
         }
         for (const s of [...streams]) {
           if (why !== null) s.end(why);
-          else if (keepalive) s.keepalive();
+          else if (keepalive) s.keepalive?.();
         }
       }),
     );
     this.timer = null;
     if (this.byHeader.size > 0) this.arm();
+    for (const w of this.ticked.splice(0)) w();
   }
 }
