@@ -33,6 +33,7 @@ describe('svc tower serve configuration', () => {
       listen: '0.0.0.0:9000',
       dataDir: '/var/lib/svc',
       rateLimit: '10/1s',
+      authFailureLimit: '120/1m',
       wsCompression: true,
       logLevel: 'info',
       oidcDomainsClaim: 'svc_domains',

@@ -6,6 +6,7 @@ import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from '
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/poll.js';
 import { isolatedEnv, run, SVC_BIN } from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';
 
@@ -119,11 +120,14 @@ describe('svc up / svc down', () => {
     expect(hasDesk()).toBe(0);
     expect((await svc('daemon', 'up')).code).toBe(0);
     const restarted = (JSON.parse((await svc('--json', 'daemon', 'status')).stdout) as { pid: number }).pid;
-    const agents = JSON.parse((await svc('--json', 'agent', 'supervise', 'list')).stdout) as {
-      items: { id: string; pid: number | null }[];
-    };
-    const agentPids = agents.items.map((a) => a.pid).filter((p): p is number => p !== null);
-    expect(agentPids.length).toBe(2);
+    // svcd brings its agents up in the background (desk's tmux session is adopted).
+    const agentPids = await waitFor('both agents running', async () => {
+      const agents = JSON.parse((await svc('--json', 'agent', 'supervise', 'list')).stdout) as {
+        items: { id: string; state: string; pid: number | null }[];
+      };
+      const running = agents.items.filter((a) => a.state === 'running' && a.pid !== null);
+      return running.length === 2 ? running.map((a) => a.pid as number) : null;
+    });
 
     const towerPid = state().tower?.pid;
     const down = await svc('--json', 'down');
