@@ -7,7 +7,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { meshFixture, startTestTower, type TestTower } from '../../../test/support/tower.js';
-import { FakeClock } from '../../lib/clock.js';
 import { parsePostgresUrl } from '../store/open.js';
 import { CLAIM, leasedText } from './pg-queue.js';
 import { LEASED_CHANGES } from './service.js';
@@ -28,10 +27,7 @@ describe('mesh claim plan on postgres', () => {
   const LEASED = 10_000;
 
   beforeAll(async () => {
-    // The test's time: the leases written below expire a minute later. On the wall clock they
-    // would have expired, and the tower's sweeper would return them to pending while the
-    // phases below update the same rows (a deadlock now and then).
-    t = await startTestTower('postgres', { clock: new FakeClock(Date.parse('2026-01-01T00:00:00.000Z')) });
+    t = await startTestTower('postgres');
     const f = await meshFixture(t, 'plan');
     const { domainId } = f;
     missionId = f.missionId;
