@@ -1,4 +1,4 @@
-// bench/daemon: the idle cost of svcd: RSS, CPU and wake-ups over a window (default 5 min,
+// bench/daemon: the idle cost of svcd: USS, RSS, CPU and wake-ups over a window (default 5 min,
 // BENCH_DURATION_S), with 0 and BENCH_AGENTS (default 20) supervised `sleep` agents, beside
 // pm2 6's daemon supervising the same processes, all four measured in the same window so they
 // share the machine's load. Everything is read from /proc (the measured processes are never
@@ -11,13 +11,15 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { MgmtClient } from '../../dist/cli/mgmt-client.js';
 import { SVCD_NODE_FLAGS } from '../../dist/cli/svcd-launch.js';
-import { machine, median, ROOT, today, writeSection } from '../lib/report.mjs';
+import { machine, median, met, ROOT, today, writeSection } from '../lib/report.mjs';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 300);
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 20);
 const SAMPLE_S = Number(process.env.BENCH_SAMPLE_S ?? 5);
 const SETTLE_S = Number(process.env.BENCH_SETTLE_S ?? 15);
-const TARGET_RSS_MIB = 70;
+// Targets, for svcd with AGENTS agents against pm2 6's daemon with the same: private memory
+// (USS) below pm2's, RSS at most 10 % above pm2's, CPU below 0.5 % of one core.
+const TARGET_RSS_RATIO = 1.1;
 const TARGET_CPU_PCT = 0.5;
 const SVC = join(ROOT, 'dist', 'cli', 'svc.js');
 const SVCD = join(ROOT, 'dist', 'cli', 'svcd.js');
@@ -83,9 +85,24 @@ function cpuSeconds(pid) {
   return (Number(f[11]) + Number(f[12])) / CLK_TCK; // utime + stime (fields 14, 15)
 }
 
-function rssMiB(pid, field = 'VmRSS') {
-  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+function rssMiB(pid) {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(m[1]) / 1024;
+}
+
+/**
+ * USS, the memory only this process holds (freed if it exited): Private_Clean + Private_Dirty
+ * (+ Private_Hugetlb) from /proc/<pid>/smaps_rollup. The rest of RSS is pages shared with other
+ * processes, mostly the node binary's code, which every Node.js process on the machine maps.
+ */
+function ussMiB(pid) {
+  const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  let kb = 0;
+  for (const field of ['Private_Clean', 'Private_Dirty', 'Private_Hugetlb']) {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text);
+    if (m) kb += Number(m[1]);
+  }
+  return kb / 1024;
 }
 
 /** Context switches of every thread: each is a wake-up of that thread. */
@@ -103,12 +120,20 @@ function switches(pid) {
 
 async function measure(subjects) {
   const t0 = Date.now();
-  const first = subjects.map((s) => ({ cpu: cpuSeconds(s.pid), sw: switches(s.pid), rss: [rssMiB(s.pid)] }));
+  const first = subjects.map((s) => ({
+    cpu: cpuSeconds(s.pid),
+    sw: switches(s.pid),
+    rss: [rssMiB(s.pid)],
+    uss: [ussMiB(s.pid)],
+  }));
   const load = [os.loadavg()];
   const end = t0 + DURATION_S * 1000;
   while (Date.now() < end) {
     await sleep(Math.min(SAMPLE_S * 1000, end - Date.now()));
-    for (const [i, s] of subjects.entries()) first[i].rss.push(rssMiB(s.pid));
+    for (const [i, s] of subjects.entries()) {
+      first[i].rss.push(rssMiB(s.pid));
+      first[i].uss.push(ussMiB(s.pid));
+    }
     load.push(os.loadavg());
   }
   const wall = (Date.now() - t0) / 1000;
@@ -124,8 +149,8 @@ async function measure(subjects) {
         rssMax: Math.max(...r.rss),
         cpuPct: ((cpuSeconds(s.pid) - r.cpu) / wall) * 100,
         wakeups: (switches(s.pid) - r.sw) / wall,
-        // Private memory; the rest is file pages (mostly the node binary), shared between processes.
-        anon: rssMiB(s.pid, 'RssAnon'),
+        ussMedian: median(r.uss),
+        ussMax: Math.max(...r.uss),
       };
     }),
   };
@@ -248,27 +273,41 @@ try {
   const loads = r.load.map((l) => l[0]);
   const loadText = `load average (1 min) ${f2(loads[0])} at the start, ${f2(loads.at(-1))} at the end, median ${f2(median(loads))}`;
   const table = [
-    '| daemon | supervised | RSS median (MiB) | RSS max (MiB) | of which private (MiB) | CPU (% of one core) | wake-ups/s |',
-    '| --- | --- | --- | --- | --- | --- | --- |',
+    '| daemon | supervised | USS median (MiB) | USS max (MiB) | RSS median (MiB) | RSS max (MiB) | CPU (% of one core) | wake-ups/s |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...r.rows.map(
       (x) =>
-        `| ${x.name} | ${x.agents} | ${f1(x.rssMedian)} | ${f1(x.rssMax)} | ${f1(x.anon)} | ${f3(x.cpuPct)} | ${f1(x.wakeups)} |`,
+        `| ${x.name} | ${x.agents} | ${f1(x.ussMedian)} | ${f1(x.ussMax)} | ${f1(x.rssMedian)} | ${f1(x.rssMax)} | ${f3(x.cpuPct)} | ${f1(x.wakeups)} |`,
     ),
   ];
   const svcdN = r.rows.find((x) => x.name === 'svcd' && x.agents === AGENTS);
   const pm2N = r.rows.find((x) => x.name.startsWith('pm2') && x.agents === AGENTS);
+  const said = (ok) => (ok ? 'met' : 'NOT met');
+  const ussRatio = svcdN.ussMedian / pm2N.ussMedian;
+  const rssRatio = svcdN.rssMedian / pm2N.rssMedian;
+  const ussOk = svcdN.ussMedian < pm2N.ussMedian;
+  const rssOk = rssRatio <= TARGET_RSS_RATIO;
+  const cpuOk = svcdN.cpuPct < TARGET_CPU_PCT;
   const verdict = [
-    `svcd with ${AGENTS} agents: RSS ${f1(svcdN.rssMedian)} MiB (target < ${TARGET_RSS_MIB}: ${svcdN.rssMax < TARGET_RSS_MIB ? 'met' : 'NOT met'}), ` +
-      `CPU ${f3(svcdN.cpuPct)} % (target < ${TARGET_CPU_PCT}: ${svcdN.cpuPct < TARGET_CPU_PCT ? 'met' : 'NOT met'}); ` +
-      `vs pm2: RSS ${f2(svcdN.rssMedian / pm2N.rssMedian)}×, CPU ${pm2N.cpuPct > 0 ? `${f2(svcdN.cpuPct / pm2N.cpuPct)}×` : 'n/a (pm2 used no measurable CPU)'} ` +
-      `(${svcdN.rssMedian < pm2N.rssMedian && svcdN.cpuPct < pm2N.cpuPct ? 'below pm2 on both' : 'NOT below pm2 on both'}).`,
+    `svcd with ${AGENTS} agents vs pm2 with ${AGENTS}, medians: ` +
+      `USS ${f1(svcdN.ussMedian)} vs ${f1(pm2N.ussMedian)} MiB, ${f2(ussRatio)}× (target below pm2's: ${said(ussOk)}); ` +
+      `RSS ${f1(svcdN.rssMedian)} vs ${f1(pm2N.rssMedian)} MiB, ${f2(rssRatio)}× (target within 10 %: ${said(rssOk)}); ` +
+      `CPU ${f3(svcdN.cpuPct)} vs ${f3(pm2N.cpuPct)} % (target < ${TARGET_CPU_PCT} %: ${said(cpuOk)}).`,
+  ];
+  const rows = [
+    {
+      peer: 'pm2 6 daemon',
+      target: `svcd with ${AGENTS} agents: USS below pm2's, RSS within 10 % of pm2's, CPU < ${TARGET_CPU_PCT} % of a core`,
+      result: `USS ${f1(svcdN.ussMedian)} MiB (pm2 ${f1(pm2N.ussMedian)}: ${f2(ussRatio)}x), RSS ${f1(svcdN.rssMedian)} MiB (pm2 ${f1(pm2N.rssMedian)}: ${f2(rssRatio)}x), CPU ${f3(svcdN.cpuPct)} % (pm2 ${f3(pm2N.cpuPct)} %)`,
+      met: met(ussOk && rssOk && cpuOk),
+    },
   ];
   console.log(table.join('\n'));
   console.log(loadText);
   console.log(verdict.join('\n'));
   writeSection(
     'daemon',
-    `## daemon — idle svcd vs pm2 6's daemon (RSS, CPU, wake-ups)
+    `## daemon — idle svcd vs pm2 6's daemon (USS, RSS, CPU, wake-ups)
 
 ${today()}, ${machine()}. \`npm run build && BENCH_DURATION_S=${DURATION_S} npm run bench -- daemon\` (BENCH_AGENTS=${AGENTS}, sample every ${SAMPLE_S} s, after ${SETTLE_S} s of settling). Window ${f1(r.wall)} s; ${loadText}.
 
@@ -278,18 +317,21 @@ they share the machine's load: svcd with 0 and ${AGENTS} supervised agents (\`ag
 config, control channel connected to the tower; started with \`${SVCD_NODE_FLAGS.join(' ')}\` as
 \`svc daemon up\` and the unit do, and once more without it), and pm2 6's God daemon with 0 and ${AGENTS}
 \`sleep 86400\` processes (\`interpreter: "none"\`, autorestart, defaults otherwise; its client
-disconnected before the window). Read from \`/proc\` only, never by asking the daemons: RSS
-(\`VmRSS\`, sampled every ${SAMPLE_S} s), CPU (time on the CPU of all threads over the window, from
-\`/proc/<pid>/task/*/schedstat\` in nanoseconds: utime + stime count 10 ms ticks, too coarse
-for an idle daemon), wake-ups (context
-switches of all threads per second); "private" is \`RssAnon\` at the end (the rest of RSS is file
-pages, mostly the node binary's code, shared by every Node.js process on the machine). The
-supervised processes themselves are not counted.
+disconnected before the window). Read from \`/proc\` only, never by asking the daemons, sampled
+every ${SAMPLE_S} s: USS (private memory, \`Private_Clean + Private_Dirty\` of
+\`/proc/<pid>/smaps_rollup\`: what the machine gets back when the daemon exits), RSS (\`VmRSS\`:
+USS plus pages shared with other processes, mostly the node binary's code); CPU (time on the
+CPU of all threads over the window, from \`/proc/<pid>/task/*/schedstat\` in nanoseconds: utime +
+stime count 10 ms ticks, too coarse for an idle daemon), wake-ups (context switches of all
+threads per second). The supervised processes themselves are not counted.
+Targets for svcd with ${AGENTS} agents: USS below pm2's with ${AGENTS}, RSS within 10 % of it,
+CPU below ${TARGET_CPU_PCT} % of one core.
 
 ${table.join('\n')}
 
 ${verdict.join('\n')}
 `,
+    rows,
   );
 } finally {
   for (const c of cleanup) await c().catch(() => {});

@@ -1,28 +1,36 @@
-// svc's client for svcd's mgmt.sock: JSON-RPC 2.0 over a unix socket, one message per line.
-// One connection per client; calls may be concurrent (matched by id); notifications go to
-// onNotification (streaming methods such as events.subscribe).
+// svc's client for svcd's mgmt.sock: JSON-RPC 2.0 over a unix socket, one message per line,
+// on json-rpc-2.0's client (the server side uses its server). One connection per client;
+// calls may be concurrent (matched by id); notifications go to onNotification (streaming
+// methods such as events.subscribe).
 import { createConnection, type Socket } from 'node:net';
+import { JSONRPCClient, JSONRPCErrorException, type JSONRPCResponse } from 'json-rpc-2.0';
 import { SvcError } from '../protocol/errors.js';
 import { errorFromRpc, type RpcErrorObject } from '../protocol/mgmt.js';
 
-interface Pending {
-  resolve(v: unknown): void;
-  reject(e: unknown): void;
+/** A line from svcd: a response to a call, or a notification (a method and no id). */
+interface Incoming {
+  id?: unknown;
+  method?: unknown;
+  params?: unknown;
 }
 
 export class MgmtClient {
-  private nextId = 1;
-  private pending = new Map<number, Pending>();
+  private readonly rpc: JSONRPCClient;
   private buffer = '';
   private closedError: SvcError | null = null;
   onNotification: (method: string, params: unknown) => void = () => {};
 
   private constructor(private readonly socket: Socket) {
+    this.rpc = new JSONRPCClient((request: unknown) => {
+      if (this.closedError) throw this.closedError;
+      socket.write(`${JSON.stringify(request)}\n`);
+    });
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => this.onData(chunk));
-    socket.on('close', () =>
-      this.failAll(new SvcError('unavailable', 'svcd closed the mgmt.sock connection')),
-    );
+    socket.on('close', () => {
+      this.closedError = new SvcError('unavailable', 'svcd closed the mgmt.sock connection');
+      this.rpc.rejectAllPendingRequests(this.closedError.message);
+    });
     socket.on('error', () => {});
   }
 
@@ -42,14 +50,17 @@ export class MgmtClient {
     });
   }
 
-  call<T>(method: string, params?: unknown): Promise<T> {
-    if (this.closedError) return Promise.reject(this.closedError);
-    const id = this.nextId++;
-    const msg = { jsonrpc: '2.0', id, method, ...(params !== undefined ? { params } : {}) };
-    return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.socket.write(`${JSON.stringify(msg)}\n`);
-    });
+  /** Calls `method`; an error answer becomes the SvcError svcd sent, a lost connection `unavailable`. */
+  async call<T>(method: string, params?: unknown): Promise<T> {
+    if (this.closedError) throw this.closedError;
+    try {
+      return (await this.rpc.request(method, params)) as T;
+    } catch (e) {
+      if (this.closedError) throw this.closedError;
+      if (e instanceof JSONRPCErrorException)
+        throw errorFromRpc({ code: e.code, message: e.message, data: e.data as RpcErrorObject['data'] });
+      throw e;
+    }
   }
 
   close(): void {
@@ -62,39 +73,23 @@ export class MgmtClient {
     for (let nl = this.buffer.indexOf('\n'); nl >= 0; nl = this.buffer.indexOf('\n')) {
       const line = this.buffer.slice(0, nl);
       this.buffer = this.buffer.slice(nl + 1);
-      if (line.trim()) this.onMessage(line);
+      if (line.trim()) this.onLine(line);
     }
   }
 
-  private onMessage(line: string): void {
-    let msg: {
-      id?: number | null;
-      result?: unknown;
-      error?: RpcErrorObject;
-      method?: string;
-      params?: unknown;
-    };
+  private onLine(line: string): void {
+    let msg: Incoming;
     try {
-      msg = JSON.parse(line) as typeof msg;
+      msg = JSON.parse(line) as Incoming;
     } catch {
       return;
     }
-    if (msg.method && (msg.id === undefined || msg.id === null)) {
+    if (typeof msg !== 'object' || msg === null) return;
+    if (typeof msg.method === 'string' && (msg.id === undefined || msg.id === null)) {
       this.onNotification(msg.method, msg.params);
       return;
     }
-    if (typeof msg.id !== 'number') return;
-    const p = this.pending.get(msg.id);
-    if (!p) return;
-    this.pending.delete(msg.id);
-    if (msg.error) p.reject(errorFromRpc(msg.error));
-    else p.resolve(msg.result);
-  }
-
-  private failAll(e: SvcError): void {
-    this.closedError = e;
-    for (const p of this.pending.values()) p.reject(e);
-    this.pending.clear();
+    this.rpc.receive(msg as JSONRPCResponse);
   }
 }
 

@@ -1,6 +1,6 @@
 // Opaque, time-sortable ids ("dom_01J…"): 48-bit millisecond time + 80 random bits in
 // Crockford base32, monotonic within one process so ids made in one millisecond still sort.
-import { randomBytes } from './random.js';
+import { randomBytes } from 'node:crypto';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 

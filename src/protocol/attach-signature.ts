@@ -1,6 +1,5 @@
 // The signature of attach.open (docs/architecture.md, An attach): the tower signs it with the node's
-// attach secret, svcd checks it before dialling back. Apart from attach.ts so that svcd loads
-// node:crypto only when an attach request comes (random.ts says why that matters).
+// attach secret, svcd checks it before dialling back.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { ATTACH_OPEN_MAX_AGE_MS } from './attach.js';
 import { type AttachOpen, attachSigningString } from './control.js';

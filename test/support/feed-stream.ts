@@ -1,5 +1,6 @@
-// Reading /events/stream in tests: a minimal SSE reader over fetch that records every
+// Reading /events/stream in tests: the product's SSE reader over fetch, recording every
 // message (id, event name, parsed data) as it arrives.
+import { readSse } from '../../src/lib/sse-reader.js';
 
 export interface Received {
   id: string | null;
@@ -26,26 +27,12 @@ export function openStream(url: string, token: string, headers: Record<string, s
     });
     status = res.status;
     if (!res.body) return;
-    const decoder = new TextDecoder();
-    let buf = '';
-    for await (const chunk of res.body) {
-      buf += decoder.decode(chunk, { stream: true });
-      let i = buf.indexOf('\n\n');
-      while (i >= 0) {
-        const block = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        let id: string | null = null;
-        let event = 'message';
-        let data = '';
-        for (const line of block.split('\n')) {
-          if (line.startsWith('id: ')) id = line.slice(4);
-          else if (line.startsWith('event: ')) event = line.slice(7);
-          else if (line.startsWith('data: ')) data += line.slice(6);
-        }
-        if (data) got.push({ id, event, data: JSON.parse(data) as Record<string, unknown> });
-        i = buf.indexOf('\n\n');
-      }
-    }
+    await readSse(res.body, {
+      event: ({ name, id, data }) => {
+        if (data) got.push({ id, event: name, data: JSON.parse(data) as Record<string, unknown> });
+        return true;
+      },
+    });
   })()
     .catch(() => {})
     .finally(() => {

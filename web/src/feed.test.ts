@@ -80,6 +80,45 @@ describe('openFeed', () => {
     expect(states.slice(0, 4)).toEqual(['connecting', 'live', 'down', 'connecting']);
   });
 
+  it.each([
+    ['LF', '\n'],
+    ['CR', '\r'],
+    ['CRLF', '\r\n'],
+  ])('reads a stream whose lines end with %s and resumes from its last id', async (_name, eol) => {
+    const seenIds: (string | undefined)[] = [];
+    const base = await serve((req, res, n) => {
+      seenIds.push(req.headers['last-event-id'] as string | undefined);
+      sse(res);
+      const write = (lines: string[]) => res.write(lines.map((l) => l + eol).join(''));
+      if (n === 0) {
+        write([': keep-alive', '']);
+        write(['id: 1', `data: ${JSON.stringify(ev('1'))}`, '']);
+        // An event cut mid-line between two writes.
+        const json = JSON.stringify(ev('2'));
+        res.write(`id: 2${eol}data: ${json.slice(0, 10)}`);
+        write([json.slice(10), '']);
+        res.end();
+      } else {
+        write([
+          'event: reset',
+          `data: ${JSON.stringify({ reason: 'retention', last_event_id: '2', resume_after: '3' })}`,
+          '',
+        ]);
+      }
+    });
+    const events: FeedEvent[] = [];
+    const resets: FeedReset[] = [];
+    close = openFeed(
+      'svc_t',
+      new URLSearchParams(),
+      { onEvent: (e) => events.push(e), onState: () => {}, onReset: (r) => resets.push(r) },
+      base,
+    );
+    await expect.poll(() => resets.length).toBe(1);
+    expect(events).toEqual([ev('1'), ev('2')]);
+    expect(seenIds).toEqual([undefined, '2']);
+  });
+
   it('reports the problem detail while the tower refuses the stream', async () => {
     const base = await serve((_req, res) => {
       res.writeHead(401, { 'content-type': 'application/problem+json' });

@@ -1,6 +1,7 @@
 // The live feed over GET /events/stream, read with fetch so the token travels in the
 // Authorization header (EventSource cannot set headers, and tokens never go in URLs).
 // Resumes with Last-Event-ID after every drop, backing off up to 5 s.
+import { readSse } from '../../src/lib/sse-reader.js';
 import type { FeedEvent, FeedReset } from '../../src/protocol/events.js';
 import { rateLimit } from './api.js';
 
@@ -42,34 +43,17 @@ export function openFeed(token: string, query: URLSearchParams, h: FeedHandlers,
         }
         h.onState('live');
         delay = 250;
-        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buf = '';
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buf += value;
-          let cut = buf.indexOf('\n\n');
-          while (cut >= 0) {
-            const block = buf.slice(0, cut);
-            buf = buf.slice(cut + 2);
-            cut = buf.indexOf('\n\n');
-            let name = 'message';
-            let id: string | null = null;
-            const data: string[] = [];
-            for (const line of block.split('\n')) {
-              if (line.startsWith('event:')) name = line.slice(6).trim();
-              else if (line.startsWith('id:')) id = line.slice(3).trim();
-              else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-            }
-            if (data.length === 0) continue;
-            const json = JSON.parse(data.join('\n')) as unknown;
+        await readSse(res.body, {
+          event: ({ name, id, data }) => {
+            const json = JSON.parse(data) as unknown;
             if (name === 'reset') h.onReset?.(json as FeedReset);
             else if (name === 'message') {
               if (id) lastId = id;
               h.onEvent(json as FeedEvent);
             }
-          }
-        }
+            return true;
+          },
+        });
         throw new Error('the feed closed');
       } catch (e) {
         if (abort.signal.aborted) return;

@@ -1,6 +1,7 @@
 // `svc feed` (follow the event feed), `svc approvals …` and `svc inbox …`.
 import type { Command } from 'commander';
 import { Backoff } from '../../lib/backoff.js';
+import { readSse } from '../../lib/sse-reader.js';
 import type { Approval, InboxMessage } from '../../protocol/approvals.js';
 import type { List } from '../../protocol/common.js';
 import { errorFromProblem, SvcError } from '../../protocol/errors.js';
@@ -58,34 +59,6 @@ export function formatEvent(e: FeedEvent): string {
   return line.trimEnd().replace(/\r?\n/g, '\\n');
 }
 
-/** Reads one SSE response; calls onEvent per data event. Returns when the stream ends. */
-async function readSse(
-  body: ReadableStream<Uint8Array>,
-  onEvent: (name: string, id: string | null, data: string) => boolean,
-): Promise<'ended' | 'done'> {
-  const decoder = new TextDecoder();
-  let buf = '';
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    buf += decoder.decode(chunk, { stream: true });
-    let i = buf.indexOf('\n\n');
-    while (i >= 0) {
-      const block = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      let id: string | null = null;
-      let name = 'message';
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (line.startsWith('id:')) id = line.slice(3).trim();
-        else if (line.startsWith('event:')) name = line.slice(6).trim();
-        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-      }
-      if (data.length > 0 && !onEvent(name, id, data.join('\n'))) return 'done';
-      i = buf.indexOf('\n\n');
-    }
-  }
-  return 'ended';
-}
-
 export function registerFeed(program: Command, deps: CommandDeps): void {
   feedOptions(
     program.command('feed').description('follow the event feed live (reconnects and resumes by id)'),
@@ -128,20 +101,23 @@ export function registerFeed(program: Command, deps: CommandDeps): void {
         }
         if (!res.body) throw new Error('empty response');
         backoff.reset();
-        outcome = await readSse(res.body, (name, id, data) => {
-          if (name === 'reset') {
-            const info = JSON.parse(data) as { reason: string; resume_after: string };
-            deps.io.err(resetNotice(info.reason, last, info.resume_after));
-            last = info.resume_after;
-            return true;
-          }
-          if (name !== 'message') return true;
-          const ev = JSON.parse(data) as FeedEvent;
-          last = id ?? ev.id;
-          deps.io.out(json ? JSON.stringify(ev) : formatEvent(ev));
-          seen++;
-          return seen < limit;
+        const end = await readSse(res.body, {
+          event: ({ name, id, data }) => {
+            if (name === 'reset') {
+              const info = JSON.parse(data) as { reason: string; resume_after: string };
+              deps.io.err(resetNotice(info.reason, last, info.resume_after));
+              last = info.resume_after;
+              return true;
+            }
+            if (name !== 'message') return true;
+            const ev = JSON.parse(data) as FeedEvent;
+            last = id ?? ev.id;
+            deps.io.out(json ? JSON.stringify(ev) : formatEvent(ev));
+            seen++;
+            return seen < limit;
+          },
         });
+        outcome = end === 'stopped' ? 'done' : 'ended';
       } catch (e) {
         if (e instanceof SvcError) throw e;
         const cause = (e as { cause?: { code?: string; message?: string } }).cause;

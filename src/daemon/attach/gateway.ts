@@ -3,13 +3,14 @@
 // viewers from svcd.sock (local, WebSocket over the unix socket) and from the tower (on a
 // signed attach.open the node dials back /nodes/attach/{stream_id}). Every viewer open and
 // close is a matrix event; attach.list on mgmt.sock says who is attached where.
-// node:http and `ws` (and node:crypto, for the signature) are loaded on the first viewer: an
-// idle daemon never needs them (docs/perf-notes.md, daemon).
+// The HTTP server and `ws`'s WebSocketServer are built on the first viewer: an idle daemon
+// never needs them.
+
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
-import { randomBytes } from '../../lib/random.js';
 import {
   type AttachListResult,
   closeCodeOf,

@@ -2,10 +2,11 @@
 // follower, the rate-limit hold, the ring buffer, the local listener and the MQTT input, and
 // assigns every local event its id. mgmt.sock: `fanout.status` (svc system doctor reads it) and
 // `events.subscribe` (subscribe.ts).
+
+import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { iso } from '../../lib/clock.js';
-import { randomBytes } from '../../lib/random.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { FeedEvent } from '../../protocol/events.js';
 import { loadSvcdConfig } from '../config/config.js';

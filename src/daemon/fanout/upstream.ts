@@ -6,6 +6,7 @@ import { Backoff } from '../../lib/backoff.js';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
+import { readSse } from '../../lib/sse-reader.js';
 import type { FeedEvent } from '../../protocol/events.js';
 
 /** No byte for this long (the tower sends a keep-alive every 15 s) = a dead connection. */
@@ -160,10 +161,14 @@ export class Upstream {
         return { status: res.status, error: problemDetail(text) ?? `HTTP ${res.status}` };
       }
       this.markUp();
-      await readSse(res.body, (name, data) => {
-        lastByte = this.opts.clock.now();
-        if (name === null) return;
-        this.onMessage(name, data);
+      await readSse(res.body, {
+        chunk: () => {
+          lastByte = this.opts.clock.now();
+        },
+        event: (ev) => {
+          this.onMessage(ev.name, ev.data);
+          return true;
+        },
       });
       return { status: null, error: 'upstream closed the stream' };
     } catch (e) {
@@ -250,33 +255,4 @@ function problemDetail(text: string): string | null {
     if (typeof p.title === 'string') return p.title;
   } catch {}
   return null;
-}
-
-/**
- * Reads an SSE body; calls onBlock per event (name, data) and with name null for comment-only
- * blocks (keep-alives), so the caller sees every sign of life.
- */
-export async function readSse(
-  body: ReadableStream<Uint8Array>,
-  onBlock: (name: string | null, data: string) => void,
-): Promise<void> {
-  const decoder = new TextDecoder();
-  let buf = '';
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    buf += decoder.decode(chunk, { stream: true });
-    let i = buf.indexOf('\n\n');
-    if (i < 0) onBlock(null, '');
-    while (i >= 0) {
-      const block = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      let name = 'message';
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (line.startsWith('event:')) name = line.slice(6).trim();
-        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-      }
-      onBlock(data.length > 0 ? name : null, data.join('\n'));
-      i = buf.indexOf('\n\n');
-    }
-  }
 }

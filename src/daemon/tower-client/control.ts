@@ -3,13 +3,15 @@
 // starts with hello (a fresh attach secret per svcd start, the running agents); the tower's
 // messages (task_ready, task_cancelled, attach.open) go to whoever subscribed with on().
 // Reconnects with backoff (1 s doubling to 30 s, jittered); both sides ping, and a channel
-// silent for DEAD_AFTER_MS is dropped and reopened. The WebSocket is our own small client
-// (lib/websocket-client.ts), not `ws`, to keep http/tls/zlib/crypto out of an idle daemon.
+// silent for DEAD_AFTER_MS is dropped and reopened. The WebSocket is `ws`: Node's built-in
+// WebSocket (undici) can send the Authorization header on Node 22 and 24, but it neither
+// exposes pings and pongs (the liveness check above) nor the status of a refused upgrade (401).
+
+import { randomBytes } from 'node:crypto';
+import WebSocket from 'ws';
 import { Backoff } from '../../lib/backoff.js';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
-import { randomBytes } from '../../lib/random.js';
-import { WebSocketClient as WebSocket } from '../../lib/websocket-client.js';
 import { compileCheck } from '../../protocol/check.js';
 import {
   type AgentStatusMsg,
@@ -119,7 +121,7 @@ export function createControlChannel(deps: ControlDeps): ControlChannel {
     if (stopped) return;
     const ws = new WebSocket(url, {
       headers: { authorization: `Bearer ${deps.jwt}` },
-      handshakeTimeoutMs: 10_000,
+      handshakeTimeout: 10_000,
     });
     socket = ws;
     welcomed = false;
@@ -141,7 +143,7 @@ export function createControlChannel(deps: ControlDeps): ControlChannel {
     });
     ws.on('ping', seen);
     ws.on('pong', seen);
-    ws.on('unexpected-response', (statusCode) => {
+    ws.on('unexpected-response', (_req, { statusCode }) => {
       refused = true;
       lastError =
         statusCode === 401
