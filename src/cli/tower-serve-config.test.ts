@@ -29,17 +29,17 @@ describe('svc tower serve configuration', () => {
       SVC_TOWER_WS_COMPRESSION: '1',
       SVC_TOWER_LOG_LEVEL: '',
     });
-    expect(cmd.opts()).toEqual({
+    expect(cmd.opts()).toMatchObject({
       listen: '0.0.0.0:9000',
       dataDir: '/var/lib/svc',
       rateLimit: '10/1s',
-      authFailureLimit: '120/1m',
       wsCompression: true,
       logLevel: 'info',
-      oidcDomainsClaim: 'svc_domains',
-      oidcJwksCooldown: '30s',
       eventRetention: '7d',
     });
+    expect(cmd.getOptionValueSource('listen')).toBe('env');
+    expect(cmd.getOptionValueSource('rateLimit')).toBe('cli');
+    expect(cmd.getOptionValueSource('logLevel')).toBe('default');
     expect(optionLabel(cmd, '--listen')).toBe('SVC_TOWER_LISTEN');
     expect(optionLabel(cmd, '--rate-limit')).toBe('--rate-limit');
     // For a unit's ExecStart: only what was given on the command line.
