@@ -44,6 +44,10 @@ export function processIO(): CliIO {
 const EXIT_BY_CODE: Partial<Record<ErrorCode, ExitCode>> = {
   tower_unreachable: EXIT.unavailable,
   unavailable: EXIT.unavailable,
+  storage_full: EXIT.unavailable,
+  storage_read_only: EXIT.unavailable,
+  storage_busy: EXIT.unavailable,
+  storage_io_error: EXIT.unavailable,
   node_offline: EXIT.unavailable,
   config_invalid: EXIT.config,
 };

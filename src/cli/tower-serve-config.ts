@@ -29,6 +29,26 @@ export function serveOptions(cmd: Command): Command {
       '--ws-compression',
       'allow per-message deflate on /events/ws for clients that ask (costs memory per connection)',
     )
+    .option(
+      '--request-deadline <duration>',
+      'answer every request within this; a store too slow or down answers 503 with Retry-After',
+      '15s',
+    )
+    .option(
+      '--store-connect-timeout <duration>',
+      'PostgreSQL: connect, or wait for a pooled connection',
+      '5s',
+    )
+    .option(
+      '--store-statement-timeout <duration>',
+      'PostgreSQL: statement_timeout of every request statement (0 = none)',
+      '10s',
+    )
+    .option(
+      '--store-busy-timeout <duration>',
+      "SQLite: wait this long for another process's write lock",
+      '5s',
+    )
     .option('--log-level <level>', 'trace|debug|info|warn|error', 'info')
     .addHelpText(
       'after',

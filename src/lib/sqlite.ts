@@ -12,6 +12,12 @@ export interface SqliteOptions {
   /** A read-only connection to a database another connection of this process writes (WAL:
    * its reads see every committed write and never wait for the writer). */
   readonly?: boolean;
+  /**
+   * How long a statement waits for another connection's lock before SQLITE_BUSY (default
+   * 5000). better-sqlite3 waits synchronously, blocking the event loop: a connection that
+   * must not block sets 0 and waits between attempts itself (the tower's writer, store/tx.ts).
+   */
+  busyTimeoutMs?: number;
 }
 
 const CACHE_LIMIT = 500;
@@ -25,7 +31,7 @@ export function openSqlite(
     raw.pragma('journal_mode = WAL');
     raw.pragma(`synchronous = ${opts.synchronous}`);
   }
-  raw.pragma('busy_timeout = 5000');
+  raw.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
   if (opts.foreignKeys) raw.pragma('foreign_keys = ON');
   const cache = new Map<string, Database.Statement>();
   const prepare = (sql: string): Database.Statement => {

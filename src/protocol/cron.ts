@@ -12,7 +12,11 @@ export const CRON_OUTCOMES = ['running', 'ok', 'failed', 'timeout', 'skipped', '
 export type CronOutcome = (typeof CRON_OUTCOMES)[number];
 
 /** Why a due minute did not run. */
-export const CRON_SKIP_REASONS = ['overlap', 'disabled', 'missed_while_down'] as const;
+/**
+ * Why a due minute was not fired. `state_unwritable`: its dedup key could not be made durable in
+ * state.db (disk full, read-only, I/O error), so firing could fire twice after a restart.
+ */
+export const CRON_SKIP_REASONS = ['overlap', 'disabled', 'missed_while_down', 'state_unwritable'] as const;
 export type CronSkipReason = (typeof CRON_SKIP_REASONS)[number];
 
 export const CronDispatch = Type.Union([Type.Literal('signal'), Type.Literal('bash')]);
@@ -76,6 +80,11 @@ export const CronList = Type.Object({
   timezone: Type.String(),
   /** The error of the last failed load, while the previous config stays in force. */
   config_error: Nullable(Type.String()),
+  /**
+   * Set while state.db cannot take the dedup keys of due fires (disk full, read-only): those
+   * fires are skipped (`state_unwritable`), never fired twice. Says what fails, where, since when.
+   */
+  state_error: Nullable(Type.String()),
   /** The minute this svcd process last ticked (ISO UTC); null before its first tick. */
   last_tick: Nullable(Timestamp),
   jobs: Type.Array(CronJobView),

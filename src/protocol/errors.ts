@@ -22,6 +22,11 @@ export const ERROR_CODES = {
   // server side
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Service unavailable' },
+  // the store cannot take writes (docs/operations.md): reads and the feed keep serving
+  storage_full: { status: 503, title: 'Storage full' },
+  storage_read_only: { status: 503, title: 'Storage read-only' },
+  storage_busy: { status: 503, title: 'Storage busy' },
+  storage_io_error: { status: 503, title: 'Storage I/O error' },
   // node side (svcd)
   config_invalid: { status: 400, title: 'Configuration is invalid' },
   tower_unreachable: { status: 503, title: 'Tower unreachable' },
@@ -49,7 +54,7 @@ export interface FieldError {
 
 export interface SvcErrorOptions {
   errors?: FieldError[];
-  /** Seconds, for rate_limited. */
+  /** Seconds, for rate_limited and the 503s of an unavailable store. */
   retryAfter?: number;
   cause?: unknown;
 }

@@ -2,7 +2,7 @@
 // (Kanban) tasks, documents, artifacts. One schema each for the record, its create body and
 // its patch body; types come from the schemas.
 
-import { Id, LongText, Name, Timestamp } from './common.js';
+import { BIGINT_RANGE, Id, LongText, Name, Timestamp } from './common.js';
 import { type Static, Type } from './type.js';
 
 const closed = { additionalProperties: false } as const;
@@ -123,7 +123,7 @@ export const ArtifactCreate = Type.Object(
     name: Name,
     uri: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
     content_type: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    size_bytes: Type.Optional(Type.Integer({ minimum: 0 })),
+    size_bytes: Type.Optional(Type.Integer({ minimum: 0, maximum: BIGINT_RANGE.maximum })),
     metadata: Type.Optional(Metadata),
   },
   closed,
@@ -134,7 +134,7 @@ export const ArtifactPatch = Type.Object(
     name: Type.Optional(Name),
     uri: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
     content_type: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    size_bytes: Type.Optional(Type.Integer({ minimum: 0 })),
+    size_bytes: Type.Optional(Type.Integer({ minimum: 0, maximum: BIGINT_RANGE.maximum })),
     metadata: Type.Optional(Metadata),
   },
   { ...closed, minProperties: 1 },

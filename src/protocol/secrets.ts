@@ -3,7 +3,7 @@
 // speak to svcd. Values appear only in SecretPut bodies, SecretFetched replies and the
 // broker's ok reply; never in listings, events or errors.
 
-import { Id, Timestamp } from './common.js';
+import { Id, INT32_RANGE, Timestamp } from './common.js';
 import { SECRET_NAME_PATTERN } from './secrets-socket.js';
 import { type Static, Type } from './type.js';
 
@@ -44,7 +44,10 @@ export type SecretPut = Static<typeof SecretPut>;
 export const SecretGrantCreate = Type.Object({ agent_id: Id }, closed);
 export type SecretGrantCreate = Static<typeof SecretGrantCreate>;
 
-export const SecretRollback = Type.Object({ version: Type.Integer({ minimum: 1 }) }, closed);
+export const SecretRollback = Type.Object(
+  { version: Type.Integer({ minimum: 1, maximum: INT32_RANGE.maximum }) },
+  closed,
+);
 export type SecretRollback = Static<typeof SecretRollback>;
 
 export const SecretGrant = Type.Object({

@@ -24,6 +24,7 @@ import { feedRoutes } from './feed/routes.js';
 import { createSequencer } from './feed/sequencer.js';
 import { FeedStats } from './feed/stats.js';
 import { buildApp, type TowerPlugin } from './http/app.js';
+import { RequestDeadline } from './http/deadline.js';
 import { createMetrics } from './http/metrics.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { meshArea } from './mesh/routes.js';
@@ -33,7 +34,11 @@ import { createTaskRelay } from './nodes/task-relay.js';
 import { recordRoutes } from './records/routes.js';
 import { type AgentLookup, agentsTableLookup } from './secrets/agents.js';
 import { secretRoutes } from './secrets/routes.js';
+import { StoreHealth } from './store/health.js';
 import { migrate, openStore, type Store } from './store/open.js';
+import type { StoreTimeouts } from './store/pg-connection.js';
+import { createPgListener, type PgListener } from './store/pg-listen.js';
+import { createReadiness } from './store/readiness.js';
 import { createWrite } from './store/tx.js';
 
 export interface TowerOptions {
@@ -62,6 +67,12 @@ export interface TowerOptions {
   consoleDir?: string;
   /** Origins besides the tower's own that browsers may open /api/attach-ws from. */
   attachOrigins?: string[];
+  /** PostgreSQL connect and statement timeouts (docs/operations.md). */
+  storeTimeouts?: StoreTimeouts;
+  /** Every request is answered within this (ms), 503 if the store did not let it finish. */
+  requestDeadlineMs?: number;
+  /** SQLite: how long a write waits for another process's lock (ms). */
+  busyTimeoutMs?: number;
 }
 
 export interface Tower {
@@ -79,9 +90,17 @@ export const DEFAULT_AUTH_FAILURE_LIMIT = { limit: 120, windowMs: 60_000 };
 export async function createTower(opts: TowerOptions): Promise<Tower> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log;
-  const store: Store = await openStore({ database: opts.database, dataDir: opts.dataDir });
+  const storeLog = log.child({ component: 'store' });
+  const store: Store = await openStore({
+    database: opts.database,
+    dataDir: opts.dataDir,
+    ...(opts.storeTimeouts ? { timeouts: opts.storeTimeouts } : {}),
+    // Pool connections that broke are replaced on next use; requests on them got a 503.
+    onConnectionError: (e) => storeLog.warn({ err: e.message }, 'a store connection broke'),
+  });
   let stopSequencer = async () => {};
   let stopFeed = async () => {};
+  let listener: PgListener | null = null;
   try {
     const applied = await migrate(store, clock);
     if (applied.length > 0) log.info({ applied, store: store.describe }, 'store migrated');
@@ -90,8 +109,12 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     const eventsCommitted = new Signal<void>((e) => log.error({ err: e }, 'events listener failed'));
     // SQLite events are readable at commit; PostgreSQL ones once below the sequencer's watermark.
     const sequencer = createSequencer({ store, clock, log, sequenced: eventsCommitted });
-    const write = createWrite(store, clock, () =>
-      store.dialect === 'postgres' ? sequencer.kick() : eventsCommitted.emit(),
+    const health = new StoreHealth({ clock, log: storeLog, describe: store.describe });
+    const write = createWrite(
+      store,
+      clock,
+      () => (store.dialect === 'postgres' ? sequencer.kick() : eventsCommitted.emit()),
+      { health, ...(opts.busyTimeoutMs !== undefined ? { busyTimeoutMs: opts.busyTimeoutMs } : {}) },
     );
     await sequencer.start();
     stopSequencer = () => sequencer.stop();
@@ -129,18 +152,23 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     const admin = await bootstrapAdminToken(write, store.dialect, adminFile);
     if (admin) log.info({ file: adminFile }, 'created the bootstrap admin token');
 
+    // One LISTEN connection for every channel of this replica (PostgreSQL).
+    listener = store.pgConfig ? createPgListener({ config: store.pgConfig, clock, log }) : null;
     const hub = new FeedHub({
       store,
       clock,
       log,
-      onLocalCommit: (listener) => eventsCommitted.on(listener),
+      onLocalCommit: (l) => eventsCommitted.on(l),
+      listener,
     });
     await hub.start();
     const stopPruning = startPruner({ store, clock, log, retentionMs: config.eventRetentionMs });
     // task_ready and task_cancelled to the nodes of every replica (PostgreSQL NOTIFY between
     // replicas).
-    const taskRelay = createTaskRelay({ store, nodes, log });
+    const taskRelay = createTaskRelay({ store, nodes, log, listener });
     await taskRelay.start();
+    // Every channel is subscribed: listen (retrying in the background if it cannot yet).
+    await listener?.start();
     const mesh = meshArea({
       onClaimable: (task) => taskRelay.ready(task),
       onCancelled: (task) => {
@@ -153,6 +181,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       await taskRelay.stop();
       stopPruning();
       await hub.stop();
+      await listener?.stop();
     };
     const metrics = createMetrics();
     const feedStats = new FeedStats();
@@ -175,7 +204,14 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       }),
       consoleRoutes(opts.consoleDir ? { dir: opts.consoleDir } : {}),
     ];
-    const app = await buildApp(ctx, { plugins, metrics, ...(opts.tls ? { https: opts.tls } : {}) });
+    const app = await buildApp(ctx, {
+      plugins,
+      metrics,
+      health,
+      readiness: createReadiness({ store, health, write, clock }),
+      deadline: new RequestDeadline(clock, opts.requestDeadlineMs),
+      ...(opts.tls ? { https: opts.tls } : {}),
+    });
     // Upgraded sockets (WebSockets, and upgrades refused with 401/403) are not tracked by the
     // HTTP server: a refused one whose client left stays half-open and would hold close()
     // forever. End them when the peer does, and destroy what is left at shutdown.
@@ -213,6 +249,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     };
   } catch (e) {
     await stopFeed();
+    await listener?.stop();
     await stopSequencer();
     await store.close();
     throw e;

@@ -33,6 +33,9 @@ export function registerCronCommands(agent: Command, deps: CommandDeps): void {
           `warning: the last load of cron.toml failed; the previous jobs stay in force: ${list.config_error}`,
         );
       }
+      if (list.state_error && !json(cmd)) {
+        deps.io.err(`warning: cron fires are skipped until state.db can be written: ${list.state_error}`);
+      }
       print(deps.io, json(cmd), list, () =>
         list.jobs.length === 0
           ? `no cron jobs in ${list.file}`

@@ -69,7 +69,25 @@ interface ServeFlags {
   authFailureLimit?: string;
   eventRetention?: string;
   wsCompression?: boolean;
+  requestDeadline: string;
+  storeConnectTimeout: string;
+  storeStatementTimeout: string;
+  storeBusyTimeout: string;
   logLevel: string;
+}
+
+/** A duration option in ms; "0" allowed only where it means "no limit". */
+function durationFlag(flag: string, text: string, zero: boolean): number {
+  if (zero && text.trim() === '0') return 0;
+  try {
+    const ms = parseDuration(text);
+    if (ms > 0) return ms;
+  } catch {
+    // reported below
+  }
+  throw new UsageError(
+    `invalid ${flag} "${text}": expected a duration such as 500ms, 5s or 1m${zero ? ', or 0' : ''}`,
+  );
 }
 
 export function registerTower(program: Command, deps: CommandDeps): void {
@@ -85,6 +103,12 @@ export function registerTower(program: Command, deps: CommandDeps): void {
     const flags = cmd.opts() as ServeFlags;
     const label = (long: string) => optionLabel(cmd, long);
     const { host, port } = parseListen(flags.listen, label('--listen'));
+    const requestDeadlineMs = durationFlag(label('--request-deadline'), flags.requestDeadline, false);
+    const storeTimeouts = {
+      connectTimeoutMs: durationFlag(label('--store-connect-timeout'), flags.storeConnectTimeout, false),
+      statementTimeoutMs: durationFlag(label('--store-statement-timeout'), flags.storeStatementTimeout, true),
+    };
+    const busyTimeoutMs = durationFlag(label('--store-busy-timeout'), flags.storeBusyTimeout, true);
     if (Boolean(flags.tlsCert) !== Boolean(flags.tlsKey)) {
       throw new UsageError('--tls-cert and --tls-key go together');
     }
@@ -126,6 +150,9 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         authFailureLimit: parseRateLimit(flags.authFailureLimit ?? '120/1m', label('--auth-failure-limit')),
         eventRetentionMs: parseDuration(flags.eventRetention ?? '7d'),
         wsCompression: flags.wsCompression === true,
+        requestDeadlineMs,
+        storeTimeouts,
+        busyTimeoutMs,
       });
     } catch (e) {
       throw storeOpenError(e, flags.database, dataDir);

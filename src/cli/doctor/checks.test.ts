@@ -88,6 +88,7 @@ describe('doctor checks', () => {
       'operator_auth',
       'daemon',
       'control_channel',
+      'state_db',
       'sockets',
       'tool:bash',
       'tool:git',
@@ -247,6 +248,34 @@ describe('doctor checks', () => {
       'control_channel',
       'warn',
       /reconnects by itself/,
+    ],
+    [
+      'state.db full',
+      (f) => {
+        const s = f.daemon.status as { components: Record<string, unknown> };
+        s.components.cron = {
+          state_error: {
+            file: '/h/svcd/state.db',
+            since: iso(NOW - 60_000),
+            detail: 'SQLITE_FULL: database or disk is full',
+            skipped_fires: 3,
+            last_minute: iso(NOW),
+          },
+        };
+      },
+      'state_db',
+      'fail',
+      /free space on the file system of state.db/,
+    ],
+    [
+      'outbox holding events in memory',
+      (f) => {
+        const s = f.daemon.status as { components: Record<string, unknown> };
+        s.components.outbox = { state_error: 'SQLITE_FULL database or disk is full', held_in_memory: 2 };
+      },
+      'state_db',
+      'warn',
+      /resumes by itself/,
     ],
     [
       'mgmt.sock 0666',

@@ -154,7 +154,37 @@ function daemonChecks(f: DoctorFacts): Check[] {
       ),
     );
   }
+  out.push(stateDbCheck(comps));
   return out;
+}
+
+/**
+ * Whether svcd can write state.db: cron skips its due fires while it cannot (a dedup key that
+ * is not durable could fire twice), and the outbox holds events in memory.
+ */
+function stateDbCheck(comps: Record<string, Record<string, unknown> | undefined>): Check {
+  const hint =
+    'free space on the file system of state.db (or make it writable again); svcd resumes by itself, no restart';
+  const cron = comps.cron?.state_error as
+    | { file?: unknown; since?: unknown; detail?: unknown; skipped_fires?: unknown }
+    | null
+    | undefined;
+  if (cron) {
+    return fail(
+      'state_db',
+      `${String(cron.file)} cannot be written since ${String(cron.since)} (${String(cron.detail)}): ${String(cron.skipped_fires)} cron fires skipped, none fired twice`,
+      hint,
+    );
+  }
+  const outbox = comps.outbox;
+  if (typeof outbox?.state_error === 'string') {
+    return warn(
+      'state_db',
+      `state.db refuses events (${outbox.state_error}): ${String(outbox.held_in_memory)} held in memory until the tower has them`,
+      hint,
+    );
+  }
+  return ok('state_db', 'svcd writes state.db');
 }
 
 function socketCheck(f: DoctorFacts): Check {

@@ -261,6 +261,53 @@ describe('cron restarts', () => {
   });
 });
 
+describe('cron with state.db refusing writes', () => {
+  it('fires nothing while the dedup keys cannot be made durable, reports the skips, and resumes by itself', async () => {
+    writeCronToml(tmp.dir, toml(signalJob('every', '* * * * *')));
+    const h = await start('2025-06-02T10:00:20Z');
+    await h.cron.idle();
+    expect(h.signals).toHaveLength(1);
+    // SQLite refuses every write from now on (SQLITE_READONLY), as on a full or read-only disk.
+    h.store.db.exec('pragma query_only = 1');
+    const before = h.events.length;
+    await h.clock.advance(MIN);
+    await h.cron.idle();
+    expect(h.signals).toHaveLength(1);
+    expect(h.events.slice(before).map((e) => e.payload)).toEqual([
+      {
+        kind: 'cron.fire',
+        node_id: 'node_test',
+        job: 'every',
+        scheduled_minute: '2025-06-02T10:01:00.000Z',
+        dispatch: 'signal',
+        outcome: 'skipped',
+        reason: 'state_unwritable',
+        catch_up: false,
+        exit_code: null,
+        duration_ms: null,
+      },
+    ]);
+    const list = await h.call<CronList>('cron.list');
+    expect(list.state_error).toMatch(
+      /state\.db cannot be written since .*SQLITE_READONLY.*; 1 fires skipped$/,
+    );
+    expect(h.cron.status?.()).toMatchObject({
+      state_error: { skipped_fires: 1, last_minute: '2025-06-02T10:01:00.000Z' },
+    });
+
+    h.store.db.exec('pragma query_only = 0');
+    await h.clock.advance(MIN);
+    await h.cron.idle();
+    expect(h.signals).toHaveLength(2);
+    expect((await h.call<CronList>('cron.list')).state_error).toBeNull();
+    // The refused minute is not recorded as missed while down, nor caught up.
+    expect(brief(await history(h, 'every'))).toEqual([
+      { minute: '2025-06-02T10:02:00.000Z', outcome: 'ok', reason: null, catch_up: false },
+      { minute: '2025-06-02T10:00:00.000Z', outcome: 'ok', reason: null, catch_up: false },
+    ]);
+  });
+});
+
 describe('cron dispatch = "bash"', () => {
   const bashJob = (name: string, schedule: string, command: string, extra = '') =>
     `name = "${name}"\nschedule = "${schedule}"\ndispatch = "bash"\nprompt = '''${command}'''\n${extra}`;

@@ -19,6 +19,20 @@ export const DEDUP_KEEP_MS = 24 * 60 * 60_000;
 const GC_EVERY_MS = 60 * 60_000;
 const TRIM_EVERY = 10;
 
+/** Why cron is not firing: state.db refused the dedup keys (cron status `state_error`). */
+export interface CronStateFault {
+  /** state.db */
+  file: string;
+  /** When it started refusing (ISO 8601). */
+  since: string;
+  /** The error, with SQLite's code: "SQLITE_FULL: database or disk is full". */
+  detail: string;
+  /** Fires that were due and were skipped since. */
+  skipped_fires: number;
+  /** The last minute skipped. */
+  last_minute: string;
+}
+
 export interface CronDeps {
   /** `svc agent signal` to an agent id or profile (the supervisor's). */
   signal: (target: string, prompt: string) => Promise<unknown>;
@@ -32,6 +46,8 @@ export interface CronState {
   tickedMinute: number | null;
   heartbeats: ReadonlyMap<string, number>;
   running: ReadonlyMap<string, { id: number; minute: number }>;
+  /** Set while state.db refuses the dedup keys (nothing fires). */
+  stateFault: CronStateFault | null;
 }
 
 export interface Cron extends Component {
@@ -68,6 +84,8 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
   let tickedMinute: number | null = null;
   let heartbeats = new Map<string, number>();
   let lastGc = 0;
+  /** Set while state.db cannot take the tick's dedup keys: nothing fires then. */
+  let stateFault: CronStateFault | null = null;
   const running = new Map<string, Running>();
 
   let timer: TimerHandle | null = null;
@@ -119,7 +137,20 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
     // restart inside this minute finds them and fires nothing twice.
     // A clock set back does not move lastTick back: the minutes after it were handled.
     const newLastTick = lastTick === null ? minute : Math.max(lastTick, minute);
-    const admitted = await store.admit(db, newLastTick, entries, slots, now);
+    let admitted: store.Admitted<Entry>[];
+    try {
+      admitted = await store.admit(db, newLastTick, entries, slots, now);
+    } catch (e) {
+      refused(minute, entries, e);
+      return;
+    }
+    if (stateFault) {
+      log.warn(
+        { file: ctx.paths.stateDb, since: stateFault.since, skipped: stateFault.skipped_fires },
+        'state.db takes writes again: cron fires resume',
+      );
+      stateFault = null;
+    }
     lastTick = newLastTick;
     tickedMinute = minute;
     for (const [job, slot] of slots) heartbeats.set(job, slot);
@@ -139,6 +170,44 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
       lastGc = minute;
       const removed = await store.gc(db, clock.now() - DEDUP_KEEP_MS);
       if (removed > 0) log.debug({ removed }, 'dropped old cron dedup keys');
+    }
+  }
+
+  /**
+   * The tick's dedup keys could not be made durable (state.db full, read-only, failing):
+   * firing anyway could fire twice after a restart in this minute, so nothing fires. Each
+   * fire that was due is reported as skipped (state_unwritable) on the feed, the fault is in
+   * cron's status (svc system doctor), and the minute counts as handled, so it is not caught
+   * up later as if svcd had been down.
+   */
+  function refused(minute: number, entries: readonly Entry[], e: unknown): void {
+    const due = entries.filter((x) => x.outcome === 'running');
+    const cause = (e as { code?: unknown }).code;
+    const detail = `${typeof cause === 'string' ? `${cause}: ` : ''}${(e as Error).message}`;
+    const first = stateFault === null;
+    stateFault = {
+      file: ctx.paths.stateDb,
+      since: stateFault?.since ?? iso(clock.now()),
+      detail,
+      skipped_fires: (stateFault?.skipped_fires ?? 0) + due.length,
+      last_minute: iso(minute),
+    };
+    const logged = { err: detail, file: ctx.paths.stateDb, minute: iso(minute), jobs: due.map((x) => x.job) };
+    if (first || due.length > 0) {
+      log.error(
+        logged,
+        'state.db cannot be written: cron fires of this minute are skipped, never fired twice',
+      );
+    }
+    lastTick = lastTick === null ? minute : Math.max(lastTick, minute);
+    tickedMinute = minute;
+    for (const entry of due) {
+      void publish(
+        eventOf(
+          { ...entry, outcome: 'skipped', reason: 'state_unwritable' },
+          { outcome: 'skipped', exitCode: null, durationMs: null },
+        ),
+      );
     }
   }
 
@@ -384,8 +453,9 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
       running: running.size,
       last_tick: tickedMinute === null ? null : iso(tickedMinute),
       config_error: configError,
+      state_error: stateFault,
     }),
-    state: () => ({ config, configError, tickedMinute, heartbeats, running }),
+    state: () => ({ config, configError, tickedMinute, heartbeats, running, stateFault }),
     async reload() {
       let next: CronConfig;
       try {

@@ -32,6 +32,9 @@ export function registerCronMethods(mgmt: MethodRegistry, cron: Cron, now: Now):
         file: st.config.file,
         timezone: tz,
         config_error: st.configError,
+        state_error: st.stateFault
+          ? `${st.stateFault.file} cannot be written since ${st.stateFault.since} (${st.stateFault.detail}); ${st.stateFault.skipped_fires} fires skipped`
+          : null,
         last_tick: st.tickedMinute === null ? null : iso(st.tickedMinute),
         jobs: st.config.jobs.map((j) => viewOf(j, st, last.get(j.name) ?? null, tz, now())),
       };

@@ -1,6 +1,8 @@
 // The durable event outbox: events are committed to state.db, then delivered to the tower
 // in batches (POST /nodes/events) with backoff while it is unreachable. Each event has a
-// unique key, so a batch retried after a lost reply is not doubled on the feed.
+// unique key, so a batch retried after a lost reply is not doubled on the feed. An event
+// state.db cannot take (disk full, read-only) is kept in memory and delivered all the same:
+// lost only if svcd stops before the tower has it.
 import { Backoff } from '../../lib/backoff.js';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
@@ -28,6 +30,8 @@ const MIGRATIONS: StateMigration[] = [
 const BATCH = 500;
 /** Beyond this many undelivered events the oldest are dropped (and the drop is logged). */
 const MAX_PENDING = 100_000;
+/** Events held in memory while state.db refuses them; beyond, the oldest are dropped. */
+const MAX_VOLATILE = 10_000;
 
 export interface Outbox extends EventOutbox, Component {
   /** Events not yet accepted by the tower. */
@@ -53,6 +57,10 @@ export function createOutbox(deps: {
   let pendingCount = 0;
   /** Set by publish while a delivery runs, so the run loops once more instead of missing it. */
   let dirty = false;
+  /** Events state.db refused, oldest first (not durable). */
+  let volatile: { key: string; event: NewEvent }[] = [];
+  /** Why state.db refuses events, while it does (logged once). */
+  let refusing: string | null = null;
 
   async function countRows(): Promise<number> {
     return Number(db.get<{ n: number }>('select count(*) as "n" from "outbox"')?.n ?? 0);
@@ -68,20 +76,55 @@ export function createOutbox(deps: {
 
   async function deliverOnce(): Promise<'empty' | 'more' | 'failed'> {
     dirty = false;
-    const rows = db.all<OutboxTables['outbox']>('select * from "outbox" order by "seq" limit ?', [BATCH]);
-    if (rows.length === 0) return dirty ? 'more' : 'empty';
-    const events = rows.map((r) => ({ key: r.key, ...(JSON.parse(r.event) as NewEvent) }));
+    let rows: OutboxTables['outbox'][];
+    try {
+      rows = db.all<OutboxTables['outbox']>('select * from "outbox" order by "seq" limit ?', [BATCH]);
+    } catch (e) {
+      log.warn({ err: (e as Error).message }, 'cannot read the event outbox in state.db; will retry');
+      return 'failed';
+    }
+    const held = volatile.slice(0, BATCH - rows.length);
+    if (rows.length === 0 && held.length === 0) return dirty ? 'more' : 'empty';
+    const events = [
+      ...rows.map((r) => ({ key: r.key, ...(JSON.parse(r.event) as NewEvent) })),
+      ...held.map((h) => ({ key: h.key, ...h.event })),
+    ];
     try {
       await deps.tower.request('POST', '/nodes/events', { events });
     } catch (e) {
-      log.debug({ err: (e as Error).message, pending: rows.length }, 'event delivery failed; will retry');
+      log.debug({ err: (e as Error).message, pending: events.length }, 'event delivery failed; will retry');
       return 'failed';
     }
-    const last = rows[rows.length - 1]?.seq ?? 0;
-    db.run('delete from "outbox" where "seq" <= ?', [last]);
-    delivered += rows.length;
-    pendingCount = Math.max(0, pendingCount - rows.length);
-    return rows.length === BATCH || dirty ? 'more' : 'empty';
+    volatile = volatile.slice(held.length);
+    delivered += events.length;
+    if (rows.length > 0) {
+      const last = rows[rows.length - 1]?.seq ?? 0;
+      try {
+        db.run('delete from "outbox" where "seq" <= ?', [last]);
+      } catch (e) {
+        // Delivered but still in the outbox: sent again later, and the tower drops the
+        // duplicates by key. Until state.db takes writes, wait as after a failed delivery.
+        log.warn({ err: (e as Error).message }, 'cannot clear delivered events from state.db; will retry');
+        return 'failed';
+      }
+      pendingCount = Math.max(0, pendingCount - rows.length);
+    }
+    return rows.length + held.length === BATCH || dirty || volatile.length > 0 ? 'more' : 'empty';
+  }
+
+  /** state.db refused `event`: keep it in memory (bounded) for the next delivery. */
+  function holdInMemory(key: string, event: NewEvent, e: unknown): void {
+    const why = `${String((e as { code?: unknown }).code ?? '')} ${(e as Error).message}`.trim();
+    if (refusing === null) {
+      log.error(
+        { err: why, file: 'state.db' },
+        'state.db refuses events; holding them in memory until the tower has them (lost if svcd stops first)',
+      );
+    }
+    refusing = why;
+    if (volatile.length >= MAX_VOLATILE) volatile.shift();
+    volatile.push({ key, event });
+    dirty = true;
   }
 
   function flush(): Promise<boolean> {
@@ -119,11 +162,22 @@ export function createOutbox(deps: {
       await running;
     },
     async publish(event) {
-      db.run('insert into "outbox" ("seq", "key", "event", "created_at") values (null, ?, ?, ?)', [
-        newId('evt', deps.clock.now()),
-        JSON.stringify(event),
-        iso(deps.clock.now()),
-      ]);
+      const key = newId('evt', deps.clock.now());
+      try {
+        db.run('insert into "outbox" ("seq", "key", "event", "created_at") values (null, ?, ?, ?)', [
+          key,
+          JSON.stringify(event),
+          iso(deps.clock.now()),
+        ]);
+        if (refusing) {
+          log.warn({ held: volatile.length }, 'state.db takes events again');
+          refusing = null;
+        }
+      } catch (e) {
+        holdInMemory(key, event, e);
+        if (!stopped && !timer) void flush();
+        return;
+      }
       pendingCount++;
       dirty = true;
       if (pendingCount > MAX_PENDING) {
@@ -142,6 +196,6 @@ export function createOutbox(deps: {
     },
     pending: countRows,
     flush,
-    status: () => ({ delivered }),
+    status: () => ({ delivered, held_in_memory: volatile.length, state_error: refusing }),
   };
 }

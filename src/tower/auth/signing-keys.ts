@@ -7,6 +7,7 @@ import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { SvcError } from '../../protocol/errors.js';
+import { transaction } from '../store/tx.js';
 import type { Db, Dialect, SigningKeyRow } from '../store/types.js';
 
 export const NODE_JWT_ISSUER = 'svc-tower';
@@ -45,7 +46,7 @@ export class SigningKeys {
 
   /** Ensures one key exists (creating it under a lock), then loads them all. */
   async init(): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await transaction(this.db, async (trx) => {
       if (this.dialect === 'postgres') {
         await sql`select pg_advisory_xact_lock(${KEY_LOCK_NS}, hashtext(current_schema()))`.execute(trx);
       }

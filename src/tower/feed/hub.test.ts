@@ -4,9 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFeedHub } from '../../../test/support/events.js';
 import { waitFor } from '../../../test/support/poll.js';
 import { startTestTower, type TestTower } from '../../../test/support/tower.js';
+import { silentLogger } from '../../lib/log.js';
 import type { FeedEvent } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
-import { type FeedFilter, type FeedHub, type SubscriberSink, viewKey } from './hub.js';
+import type { Store } from '../store/open.js';
+import { type FeedFilter, FeedHub, type SubscriberSink, viewKey } from './hub.js';
 
 const principal = (id: string, domains: string[] | null): Principal => ({
   kind: 'token',
@@ -102,5 +104,39 @@ describe('feed hub fan-out by view', () => {
     expect(live.got.flat().map((e) => e.payload)).toEqual([{ seen: true }]);
     expect(hub.eventsRead - readBefore).toBe(1);
     sub.close();
+  });
+});
+
+describe('feed hub on a store that fails', () => {
+  it('ends a new subscription at once when the store cannot say where the feed is', async () => {
+    const t = await startTestTower('sqlite');
+    try {
+      const real = t.tower.ctx.store;
+      let down = false;
+      const gone = {
+        selectNoFrom: () => ({ executeTakeFirst: () => Promise.reject(new Error('Connection terminated')) }),
+      } as unknown as Store['reader'];
+      const store: Store = {
+        ...real,
+        get reader() {
+          return down ? gone : real.reader;
+        },
+      };
+      const hub = new FeedHub({
+        store,
+        clock: t.tower.ctx.clock,
+        log: silentLogger(),
+        onLocalCommit: () => () => {},
+      });
+      await hub.start();
+      down = true;
+      const reasons: string[] = [];
+      await hub.subscribe(principal('admin', null), {}, null, { ...sink(), closed: (r) => reasons.push(r) });
+      expect(reasons).toEqual(['error']);
+      expect(hub.subscriberCount).toBe(0);
+      await hub.stop();
+    } finally {
+      await t.close();
+    }
   });
 });

@@ -8,12 +8,12 @@
 // arrive meanwhile wait in its queue and are de-duplicated by id at the switch, so the client
 // gets every later event exactly once, in order, with no gap between replay and live.
 import { sql } from 'kysely';
-import pg from 'pg';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import type { EventType, FeedEvent } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
 import type { Store } from '../store/open.js';
+import type { PgListener } from '../store/pg-listen.js';
 import { EVENT_BLOCK_MAX, eventsFromRow, notifyChannel } from './event-log.js';
 
 export const PAGE = 500;
@@ -111,6 +111,8 @@ export interface FeedHubDeps {
   log: Logger;
   /** Fires when this replica's writes became readable. */
   onLocalCommit(listener: () => void): () => void;
+  /** PostgreSQL: the replica's LISTEN connection (other replicas' sequencers notify on it). */
+  listener?: PgListener | null;
 }
 
 export class FeedHub {
@@ -123,13 +125,16 @@ export class FeedHub {
   private lastPassCpuMs = 0;
   private read = 0;
   private stopped = false;
+  private readFailing = false;
   private poll: TimerHandle | null = null;
-  private listener: pg.Client | null = null;
   private unsubscribeLocal: (() => void) | null = null;
   private readonly log: Logger;
 
   constructor(private readonly deps: FeedHubDeps) {
     this.log = deps.log.child({ component: 'feed' });
+    // A wake-up per notification, and a look after every reconnection for what was missed.
+    deps.listener?.subscribe(notifyChannel(deps.store.schema), () => this.wake());
+    deps.listener?.onListening(() => this.wake());
   }
 
   get subscriberCount(): number {
@@ -144,11 +149,9 @@ export class FeedHub {
   async start(): Promise<void> {
     this.head = await this.maxId();
     this.unsubscribeLocal = this.deps.onLocalCommit(() => this.wake());
-    if (this.deps.store.dialect === 'postgres') await this.listen();
     const tick = () => {
       this.poll = this.deps.clock.setTimeout(() => {
         this.wake();
-        if (this.deps.store.dialect === 'postgres' && !this.listener) void this.listen();
         if (!this.stopped) tick();
       }, POLL_MS);
     };
@@ -161,9 +164,6 @@ export class FeedHub {
     this.unsubscribeLocal?.();
     for (const s of [...this.subs]) this.end(s, 'shutdown');
     await this.running;
-    const l = this.listener;
-    this.listener = null;
-    await l?.end().catch(() => {});
   }
 
   /** Asks the hub to read new events now (coalesced). */
@@ -194,9 +194,16 @@ export class FeedHub {
             this.lastPassCpuMs = 0;
           }
         } while (this.again && !this.stopped);
+        if (this.readFailing) {
+          this.readFailing = false;
+          this.log.info('reading new events works again');
+        }
       } catch (e) {
-        if (!this.stopped)
-          this.log.warn({ err: e }, 'reading new events failed; retrying on the next wake-up');
+        // Once per outage, not once per poll.
+        if (!this.stopped && !this.readFailing) {
+          this.readFailing = true;
+          this.log.warn({ err: e }, 'reading new events failed; retrying on every wake-up');
+        }
       } finally {
         this.running = null;
       }
@@ -210,8 +217,17 @@ export class FeedHub {
    */
   async subscribe(principal: Principal, filter: FeedFilter, afterId: bigint | null, sink: SubscriberSink) {
     // With nobody subscribed the head only follows the newest id (readNew): catch up first,
-    // so "from now on" means now.
-    if (afterId === null && this.subs.size === 0) await this.skipToNewest();
+    // so "from now on" means now. A store that cannot say ends the stream at once (the
+    // client reconnects), rather than leaving it open and silent.
+    if (afterId === null && this.subs.size === 0) {
+      try {
+        await this.skipToNewest();
+      } catch (e) {
+        this.log.warn({ err: e }, 'cannot open a feed subscription: the store did not answer');
+        sink.closed('error');
+        return { close: () => {} };
+      }
+    }
     const sub: Sub = {
       principal,
       filter,
@@ -441,30 +457,6 @@ export class FeedHub {
       sub.sink.closed(reason);
     } catch (e) {
       this.log.warn({ err: e }, 'closing a feed subscriber failed');
-    }
-  }
-
-  private async listen(): Promise<void> {
-    const config = this.deps.store.pgConfig;
-    if (!config || this.stopped || this.listener) return;
-    const c = new pg.Client(config);
-    c.on('error', (e) => {
-      this.log.warn({ err: e.message }, 'feed LISTEN connection lost; polling until it is back');
-      if (this.listener === c) this.listener = null;
-    });
-    c.on('notification', () => this.wake());
-    try {
-      await c.connect();
-      await c.query(`listen "${notifyChannel(this.deps.store.schema)}"`);
-      if (this.stopped) {
-        await c.end().catch(() => {});
-        return;
-      }
-      this.listener = c;
-      this.wake();
-    } catch (e) {
-      this.log.warn({ err: (e as Error).message }, 'cannot LISTEN for feed wake-ups; polling');
-      await c.end().catch(() => {});
     }
   }
 }

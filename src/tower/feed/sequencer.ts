@@ -21,11 +21,12 @@
 // others' readers; a short poll covers events of a replica that died before its pass.
 // A transaction holds W back from its event insert to its end: writers insert their events
 // last, just before COMMIT (store/tx.ts, mesh/pg-queue.ts).
-import pg from 'pg';
+import type pg from 'pg';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import type { Signal } from '../../lib/signal.js';
 import type { Store } from '../store/open.js';
+import { connectClient, connectionLost, destroyClient } from '../store/pg-connection.js';
 import { notifyChannel } from './event-log.js';
 
 /** Backstop for events of a replica that died between commit and its pass. */
@@ -62,6 +63,7 @@ export function createSequencer(deps: {
   let running: Promise<void> | null = null;
   let again = false;
   let stopped = false;
+  let failing = false;
   let poll: TimerHandle | null = null;
   let client: pg.Client | null = null;
   let candidates: Candidate[] = [];
@@ -78,16 +80,24 @@ export function createSequencer(deps: {
   const publishSql = `with u as (update event_watermark set w = $1::bigint where w < $1::bigint returning 1)
     select count(*)::int as n, case when count(*) > 0 then pg_notify('${channel}', '') end from u`;
 
+  /** The sequencer's own connection (its statements have the store's timeouts). */
   async function connection(): Promise<pg.Client> {
     if (client) return client;
-    const c = new pg.Client(store.pgConfig ?? {});
-    c.on('error', (e) => {
-      log.warn({ err: e.message }, 'sequencer connection lost; reconnecting on the next pass');
-      if (client === c) client = null;
+    let c: pg.Client | null = null;
+    c = await connectClient(store.pgConfig ?? {}, (e) => {
+      if (c && client === c) drop(c, e);
     });
-    await c.connect();
     client = c;
     return c;
+  }
+
+  /** Forgets a broken connection; the next pass makes a new one. */
+  function drop(c: pg.Client, e: unknown): void {
+    if (client !== c) return;
+    client = null;
+    destroyClient(c);
+    if (!stopped)
+      log.warn({ err: (e as Error).message }, 'sequencer connection lost; reconnecting on the next pass');
   }
 
   /**
@@ -142,9 +152,17 @@ export function createSequencer(deps: {
           gap = r.settled ? BUSY_GAP_MS : Math.min(gap * 2, MAX_GAP_MS);
           if ((again || waiting) && !stopped) await new Promise((r) => setTimeout(r, gap));
         } while ((again || waiting) && !stopped);
+        if (failing) {
+          failing = false;
+          log.info('advancing the feed watermark works again');
+        }
       } catch (e) {
-        if (!stopped)
-          log.error({ err: e }, 'advancing the feed watermark failed; retrying on the next wake-up');
+        if (client && connectionLost(e)) drop(client, e);
+        // Once per outage, not once per poll.
+        if (!stopped && !failing) {
+          failing = true;
+          log.error({ err: e }, 'advancing the feed watermark failed; retrying on every wake-up');
+        }
       } finally {
         running = null;
       }
@@ -169,8 +187,9 @@ export function createSequencer(deps: {
       stopped = true;
       poll?.cancel();
       await running;
-      await client?.end().catch(() => {});
+      const c = client;
       client = null;
+      await c?.end().catch(() => {});
     },
   };
 }

@@ -2,13 +2,15 @@
 // metrics, health routes, then one plugin per area. Route tests use app.inject().
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import Fastify, { LogController } from 'fastify';
-import { sql } from 'kysely';
 import { SvcError } from '../../protocol/errors.js';
 import type { TowerContext } from '../context.js';
+import type { StoreHealth } from '../store/health.js';
+import type { Readiness } from '../store/readiness.js';
 import { installAuth } from './auth-hook.js';
+import { RequestDeadline } from './deadline.js';
 import { createMetrics, installMetrics, type TowerMetrics } from './metrics.js';
 import { installProblemHandlers } from './problem.js';
-import { createValidatorCompiler } from './validation.js';
+import { createValidatorCompiler, installTextRule } from './validation.js';
 import './fastify-types.js';
 
 export type TowerPlugin = (app: FastifyInstance, ctx: TowerContext) => void | Promise<void>;
@@ -17,6 +19,12 @@ export interface BuildAppOptions {
   https?: { cert: Buffer; key: Buffer };
   plugins: TowerPlugin[];
   metrics?: TowerMetrics;
+  /** Every request's deadline (default DEFAULT_REQUEST_DEADLINE_MS on ctx.clock). */
+  deadline?: RequestDeadline;
+  /** What /readyz answers (default: ready whenever asked). */
+  readiness?: () => Promise<Readiness>;
+  /** Told of store faults that reach the error handler outside the write path. */
+  health?: StoreHealth;
 }
 
 export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promise<FastifyInstance> {
@@ -33,18 +41,22 @@ export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promis
   if (opts.https) serverOpts.https = opts.https;
   const app = Fastify(serverOpts) as unknown as FastifyInstance;
   app.setValidatorCompiler(createValidatorCompiler());
-  installProblemHandlers(app);
-  installAuth(app, ctx);
+  installTextRule(app);
+  const health = opts.health;
+  installProblemHandlers(app, health ? { onStoreFault: (f) => health.failed(f) } : {});
+  // Before auth: the deadline covers the auth lookup too.
+  const deadline = opts.deadline ?? new RequestDeadline(ctx.clock);
+  deadline.install(app);
+  installAuth(app, ctx, deadline);
   const metrics = opts.metrics ?? createMetrics();
   installMetrics(app, metrics);
 
   app.get('/healthz', { config: { scope: 'public' } }, async () => ({ status: 'ok' }));
+  // Bounded by the readiness probe's own budget (under 2 s), well inside the deadline.
+  const readiness = opts.readiness ?? (async (): Promise<Readiness> => ({ ready: true }));
   app.get('/readyz', { config: { scope: 'public' } }, async () => {
-    try {
-      await sql`select 1`.execute(ctx.store.db);
-    } catch (e) {
-      throw new SvcError('unavailable', `store unreachable: ${(e as Error).message}`);
-    }
+    const r = await readiness();
+    if (!r.ready) throw new SvcError('unavailable', `not ready: ${r.reason}`, { retryAfter: 1 });
     return { status: 'ready' };
   });
   // Metrics need a credential like everything else; a feed:read token is enough to scrape.

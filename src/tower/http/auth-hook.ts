@@ -7,9 +7,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isSvcError, SvcError } from '../../protocol/errors.js';
 import { hasScope, isUnrestrictedAdmin, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
+import type { RequestDeadline } from './deadline.js';
 import { sendProblem } from './problem.js';
 
-export function installAuth(app: FastifyInstance, ctx: TowerContext): void {
+export function installAuth(app: FastifyInstance, ctx: TowerContext, deadline: RequestDeadline): void {
   app.addHook('onRoute', (route) => {
     if (route.method === 'HEAD' || (Array.isArray(route.method) && route.method.includes('HEAD'))) return;
     if (!route.config?.scope) {
@@ -25,13 +26,15 @@ export function installAuth(app: FastifyInstance, ctx: TowerContext): void {
     // that others used up (another local user must not lock out the node on this machine).
     const refused = ctx.auth.knownCredential(header) ? null : addressRefusal(ctx, req.ip);
     if (refused) return sendProblem(reply, refused);
-    let principal: Principal;
+    let principal: Principal | undefined;
     try {
-      principal = await ctx.auth.fromHeader(header);
+      // A store that hangs must not hold the request past its deadline here either.
+      principal = await deadline.within(req, reply, ctx.auth.fromHeader(header));
     } catch (e) {
       countAuthFailure(ctx, req.ip, e);
       throw e;
     }
+    if (!principal) return; // answered already (cannot happen before the handler; for types)
     if (!hasScope(principal, scope)) {
       throw new SvcError(
         'forbidden',

@@ -1,11 +1,24 @@
 // Translates every error that reaches Fastify into RFC 9457 problem+json with a stable code.
-// Unknown errors become `internal` and are logged; their messages never reach the client.
+// A fault of the store (store/faults.ts) is a 503 with its code and Retry-After; other unknown
+// errors become `internal` and are logged; their messages never reach the client.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { problemOf, SvcError } from '../../protocol/errors.js';
+import { FAULT_ANSWER, type StoreFault, storeFault } from '../store/faults.js';
 import { fieldErrors } from './validation.js';
+
+/** The 503 a client gets for a fault of the store. */
+export function faultError(f: StoreFault, cause?: unknown): SvcError {
+  const a = FAULT_ANSWER[f.kind];
+  return new SvcError(a.code, `${a.what} (${f.cause}); retry in ${a.retryAfter} s`, {
+    retryAfter: a.retryAfter,
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
 
 export function toSvcError(err: FastifyError | Error): SvcError {
   if (err instanceof SvcError) return err;
+  const fault = storeFault(err);
+  if (fault) return faultError(fault, err);
   const fe = err as FastifyError & { validationContext?: string };
   if (Array.isArray(fe.validation)) {
     const errors = fieldErrors(fe.validationContext ?? 'body', fe.validation);
@@ -39,10 +52,19 @@ export function sendProblem(reply: FastifyReply, e: SvcError): FastifyReply {
   return reply.code(e.status).type('application/problem+json').send(problemOf(e));
 }
 
-export function installProblemHandlers(app: FastifyInstance): void {
+export function installProblemHandlers(
+  app: FastifyInstance,
+  opts: { onStoreFault?: (f: StoreFault) => void } = {},
+): void {
   app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     const e = toSvcError(err);
     if (e.code === 'internal') req.log.error({ err }, 'unhandled error');
+    else if (e.status === 503 && !(err instanceof SvcError)) {
+      // The store's health logs write faults once; connection faults are logged by the pool.
+      const f = storeFault(err);
+      if (f) opts.onStoreFault?.(f);
+      req.log.debug({ err, code: e.code }, 'store fault');
+    }
     return sendProblem(reply, e);
   });
   app.setNotFoundHandler((req, reply) =>

@@ -39,7 +39,9 @@ describe('mesh claim plan on postgres', () => {
     // statistics as autovacuum would gather them: with many pending tasks the planner
     // expects a claim to pick many rows.
     // Leased tasks too: the leased index then holds many entries, which a plan finding a
-    // batch's rows through it would read.
+    // batch's rows through it would read. Their leases run far into the future, so the
+    // tower's lease sweeper leaves them alone (sweeping them while a phase below updates
+    // them all could deadlock with it).
     for (const [prefix, state, n] of [
       ['mt_done', 'completed', HISTORY],
       ['mt_wait', 'pending', PENDING],
@@ -53,7 +55,7 @@ describe('mesh claim plan on postgres', () => {
            updated_at)
          select $1 || lpad(g::text, 10, '0'), $2, $3, null, 'old', '', 'first_claim', 0, null,
            '[]', $4, 1, 3, 60, case when $6 then 'lease_' || g end,
-           case when $6 then '2026-01-01T00:01:00.000Z' end, null, null, null,
+           case when $6 then '2999-01-01T00:00:00.000Z' end, null, null, null,
            '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'
          from generate_series(1, $5) g`,
         [prefix, missionId, domainId, state, n, leased],

@@ -9,6 +9,7 @@ import { McpCall, type MeshState } from '../../protocol/mesh.js';
 import { type CompiledSchemaPack, loadSchemaPack } from '../../protocol/schema-pack.js';
 import { hasScope } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
+import { refuseNul } from '../http/validation.js';
 import type { MeshService } from './service.js';
 
 export async function mcpRoutes(app: FastifyInstance, ctx: TowerContext, mesh: MeshService): Promise<void> {
@@ -51,6 +52,9 @@ export async function mcpRoutes(app: FastifyInstance, ctx: TowerContext, mesh: M
         throw new SvcError('forbidden', `tool ${tool} needs the "${need}" scope`);
       }
       pack.check(tool, args);
+      // Arguments' own strings go to text columns (nested objects are stored as JSON): the
+      // rule of every REST body (http/validation.ts), whatever the schema pack allows.
+      refuseNul('args', args);
       const p = req.principal;
       // Validated above against the tool's schema.
       const a = args as {

@@ -18,6 +18,7 @@ import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
 import { listInDomains } from '../records/access.js';
 import { decodeCursor, page } from '../records/cursor.js';
+import { storeFault } from '../store/faults.js';
 import { mcpRoutes } from './mcp.js';
 import type { AgentRow } from './migrations.js';
 import { type MeshHooks, MeshService } from './service.js';
@@ -209,11 +210,22 @@ export function meshArea(hooks: MeshHooks = {}): MeshArea {
       let timer: TimerHandle | null = null;
       let stopped = false;
       let inFlight: Promise<void> | null = null;
+      let storeDown = false;
       const sweepOnce = async () => {
         try {
           await service(ctx).sweep();
+          storeDown = false;
         } catch (e) {
-          ctx.log.warn({ err: e }, 'mesh lease sweep failed; retrying');
+          // A store fault is logged by the store's health; here once per outage.
+          const fault = storeFault(e);
+          if (!fault) ctx.log.warn({ err: e }, 'mesh lease sweep failed; retrying');
+          else if (!storeDown) {
+            storeDown = true;
+            ctx.log.warn(
+              { cause: fault.cause },
+              'mesh lease sweep failed: the store is not writable; retrying',
+            );
+          }
         }
       };
       const tick = () => {

@@ -11,10 +11,11 @@
 // workers also poll, and a cancelled task's lease is gone, so its worker's next heartbeat,
 // progress or completion gets stale_lease and the worker stops it.
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from '../../lib/log.js';
 import type { MeshTask } from '../../protocol/mesh.js';
 import type { Store } from '../store/open.js';
+import type { PgListener } from '../store/pg-listen.js';
 import type { Db } from '../store/types.js';
 import type { ControlHub } from './control-hub.js';
 
@@ -64,8 +65,6 @@ export function taskReadyChannel(schema: string | null): string {
 
 /** NOTIFY payloads are limited to 8000 bytes: notices per notification. */
 const PER_NOTIFY = 20;
-/** Retry of a lost LISTEN connection. */
-const RELISTEN_MS = 1000;
 
 interface Wire {
   /** Replica that made the change. */
@@ -87,14 +86,18 @@ export interface TaskRelay {
   stop(): Promise<void>;
 }
 
-export function createTaskRelay(deps: { store: Store; nodes: ControlHub; log: Logger }): TaskRelay {
+export function createTaskRelay(deps: {
+  store: Store;
+  nodes: ControlHub;
+  log: Logger;
+  /** PostgreSQL: the replica's LISTEN connection, on which other replicas' notices arrive. */
+  listener?: PgListener | null;
+}): TaskRelay {
   const { store, nodes } = deps;
   const log = deps.log.child({ component: 'task-relay' });
   const origin = randomBytes(8).toString('hex');
   const channel = taskReadyChannel(store.schema);
   const pgStore = store.dialect === 'postgres' && store.pgPool !== null;
-  let listener: pg.Client | null = null;
-  let relisten: NodeJS.Timeout | null = null;
   let stopped = false;
   let outgoing: Notice[] = [];
 
@@ -158,47 +161,23 @@ export function createTaskRelay(deps: { store: Store; nodes: ControlHub; log: Lo
     }
   }
 
-  async function listen(): Promise<void> {
-    if (stopped || listener || !store.pgConfig) return;
-    const c = new pg.Client(store.pgConfig);
-    const retry = () => {
-      if (listener === c) listener = null;
-      if (!stopped && !relisten) {
-        relisten = setTimeout(() => {
-          relisten = null;
-          void listen();
-        }, RELISTEN_MS);
-      }
-    };
-    c.on('error', (e) => {
-      log.warn({ err: e.message }, 'task notice LISTEN connection lost; reconnecting');
-      retry();
-    });
-    c.on('notification', (n) => {
-      let wire: Wire;
-      try {
-        wire = JSON.parse(n.payload ?? '') as Wire;
-      } catch {
-        return;
-      }
-      if (typeof wire !== 'object' || wire === null || wire.o === origin) return;
-      tell({
-        o: wire.o,
-        ...(Array.isArray(wire.t) ? { t: wire.t } : {}),
-        ...(Array.isArray(wire.c) ? { c: wire.c } : {}),
-      });
-    });
+  /** A notification from another replica. */
+  function received(payload: string): void {
+    if (stopped) return;
+    let wire: Wire;
     try {
-      await c.connect();
-      await c.query(`listen "${channel}"`);
-      listener = c;
-      if (stopped) await c.end().catch(() => {});
-    } catch (e) {
-      log.warn({ err: e }, 'cannot LISTEN for task notices of other replicas; retrying');
-      await c.end().catch(() => {});
-      retry();
+      wire = JSON.parse(payload) as Wire;
+    } catch {
+      return;
     }
+    if (typeof wire !== 'object' || wire === null || wire.o === origin) return;
+    tell({
+      o: wire.o,
+      ...(Array.isArray(wire.t) ? { t: wire.t } : {}),
+      ...(Array.isArray(wire.c) ? { c: wire.c } : {}),
+    });
   }
+  if (pgStore) deps.listener?.subscribe(channel, received);
 
   return {
     ready(task) {
@@ -217,16 +196,10 @@ export function createTaskRelay(deps: { store: Store; nodes: ControlHub; log: Lo
       tell({ o: origin, c: [c] });
       queue({ cancelled: c });
     },
-    async start() {
-      if (pgStore) await listen();
-    },
+    async start() {},
     async stop() {
       stopped = true;
-      if (relisten) clearTimeout(relisten);
       if (outgoing.length > 0) flush();
-      const l = listener;
-      listener = null;
-      await l?.end().catch(() => {});
     },
   };
 }

@@ -12,7 +12,7 @@ import { iso } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { MasterKeyRotated, MasterKeyStatus } from '../../protocol/secrets.js';
-import type { Tx } from '../store/tx.js';
+import { type Tx, transaction } from '../store/tx.js';
 import type { Db, Dialect, Tables } from '../store/types.js';
 import { associatedData, keyIdOf } from './crypto.js';
 import { Keyring } from './keyring.js';
@@ -185,7 +185,7 @@ export async function rewrap(deps: KeyDeps, keyring: Keyring): Promise<number> {
       .limit(REWRAP_BATCH)
       .execute();
     if (rows.length === 0) return total;
-    await db.transaction().execute(async (trx) => {
+    await transaction(db as Kysely<All>, async (trx) => {
       for (const r of rows) {
         const aad = associatedData(r.secret_id, r.version);
         let plain: string;

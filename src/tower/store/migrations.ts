@@ -138,9 +138,23 @@ const core: Migration = {
   },
 };
 
+/** One row that /readyz rewrites to learn whether writes work again (store/readiness.ts). */
+const storeProbe: Migration = {
+  version: 2,
+  name: 'store probe row',
+  async up(db) {
+    await db.schema
+      .createTable('store_probe')
+      .addColumn('id', 'integer', (c) => c.primaryKey())
+      .addColumn('at', 'text', (c) => c.notNull())
+      .execute();
+  },
+};
+
 /** Every migration, in order. New areas append here; never edit an applied one. */
 export const MIGRATIONS: Migration[] = [
   core,
+  storeProbe,
   feedMigration,
   feedEventIdsMigration,
   meshMigration,

@@ -9,6 +9,15 @@ import { iso } from '../../lib/clock.js';
 import { ensurePrivateDir, ensurePrivateFile, refuseSharedFiles } from '../../lib/private-files.js';
 import { openSqlite } from '../../lib/sqlite.js';
 import { MIGRATIONS, type Migration } from './migrations.js';
+import {
+  connectClient,
+  createPool,
+  DEFAULT_STORE_TIMEOUTS,
+  kyselyPool,
+  type StoreTimeouts,
+  timedConfig,
+} from './pg-connection.js';
+import { transaction } from './tx.js';
 import type { Db, Dialect, Tables } from './types.js';
 
 export interface Store {
@@ -23,8 +32,13 @@ export interface Store {
   dialect: Dialect;
   /** PostgreSQL schema in use (search_path), or null on SQLite. */
   schema: string | null;
-  /** Connection settings for a dedicated PostgreSQL client (LISTEN), or null on SQLite. */
+  /**
+   * Connection settings for a dedicated PostgreSQL client (LISTEN, the sequencer), with the
+   * store's timeouts, or null on SQLite.
+   */
   pgConfig: pg.ClientConfig | null;
+  /** As pgConfig without a statement timeout: migrations (long DDL, waiting for the lock). */
+  pgMaintenanceConfig: pg.ClientConfig | null;
   /** The PostgreSQL pool behind `db` (prepared.ts names its hot reads on it). */
   pgPool: pg.Pool | null;
   /**
@@ -42,6 +56,10 @@ export interface OpenStoreOptions {
   database?: string;
   dataDir: string;
   poolSize?: number;
+  /** PostgreSQL connect and statement timeouts (default DEFAULT_STORE_TIMEOUTS). */
+  timeouts?: StoreTimeouts;
+  /** A PostgreSQL connection of a pool broke (it is replaced on next use); for the log. */
+  onConnectionError?: (err: Error) => void;
 }
 
 /**
@@ -98,24 +116,26 @@ export function parsePostgresUrl(url: string): { config: pg.ClientConfig; schema
 
 export async function openStore(opts: OpenStoreOptions): Promise<Store> {
   if (opts.database && /^postgres(ql)?:\/\//.test(opts.database)) {
-    const { config, schema } = parsePostgresUrl(opts.database);
-    if (schema) await ensureSchema(config, schema);
-    const pool = new pg.Pool({ ...config, max: opts.poolSize ?? 10 });
-    pool.on('error', () => {
-      // An idle client lost its connection; the pool replaces it on next use.
-    });
-    const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
-    const hot = new pg.Pool({
-      ...config,
-      options: `${config.options} -c plan_cache_mode=force_generic_plan`,
-      max: HOT_POOL_MAX,
-      // Kept open through quiet spells (pg-pool closes idle connections after 10 s by
-      // default): a new one costs its first claim about 5.6 ms of PostgreSQL CPU.
-      idleTimeoutMillis: HOT_POOL_IDLE_MS,
-    });
-    hot.on('error', () => {
-      // As the main pool's.
-    });
+    const { config: base, schema } = parsePostgresUrl(opts.database);
+    const timeouts = opts.timeouts ?? DEFAULT_STORE_TIMEOUTS;
+    const config = timedConfig(base, timeouts);
+    const maintenance = timedConfig(base, { ...timeouts, statementTimeoutMs: 0 });
+    if (schema) await ensureSchema(maintenance, schema);
+    const onError = opts.onConnectionError ?? (() => {});
+    // A broken connection of a pool is dropped by the pool and replaced on next use.
+    const pool = createPool({ ...config, max: opts.poolSize ?? 10 }, onError);
+    const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: kyselyPool(pool) }) });
+    const hot = createPool(
+      {
+        ...config,
+        options: `${config.options} -c plan_cache_mode=force_generic_plan`,
+        max: HOT_POOL_MAX,
+        // Kept open through quiet spells (pg-pool closes idle connections after 10 s by
+        // default): a new one costs its first claim about 5.6 ms of PostgreSQL CPU.
+        idleTimeoutMillis: HOT_POOL_IDLE_MS,
+      },
+      onError,
+    );
     const u = new URL(opts.database);
     u.password = '';
     return {
@@ -124,6 +144,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
       dialect: 'postgres',
       schema,
       pgConfig: config,
+      pgMaintenanceConfig: maintenance,
       pgPool: pool,
       pgHotPool: hot,
       describe: `postgres ${u.host}${u.pathname}${schema ? ` schema ${schema}` : ''}`,
@@ -144,9 +165,11 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
     "The tower's database and admin token",
   );
   ensurePrivateFile(file);
-  const sqlite = openSqlite(file, { synchronous: 'NORMAL', foreignKeys: true });
+  // The writer waits for another process's lock between attempts, not inside SQLite (store/tx.ts).
+  const sqlite = openSqlite(file, { synchronous: 'NORMAL', foreignKeys: true, busyTimeoutMs: 0 });
   const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: sqlite.kysely }) });
-  const readConn = openSqlite(file, { synchronous: 'NORMAL', readonly: true });
+  // WAL readers wait for a lock only in rare moments (another process recovering the WAL).
+  const readConn = openSqlite(file, { synchronous: 'NORMAL', readonly: true, busyTimeoutMs: 1000 });
   const reader = new Kysely<Tables>({ dialect: new SqliteDialect({ database: readConn.kysely }) });
   return {
     db,
@@ -154,6 +177,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
     dialect: 'sqlite',
     schema: null,
     pgConfig: null,
+    pgMaintenanceConfig: null,
     pgPool: null,
     pgHotPool: null,
     describe: `sqlite ${file}`,
@@ -165,16 +189,19 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
 }
 
 async function ensureSchema(config: pg.ClientConfig, schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: config.connectionString });
-  await client.connect();
+  let lost: Error | null = null;
+  const client = await connectClient(config, (e) => {
+    lost = e;
+  });
   try {
     await client.query(`create schema if not exists "${schema}"`);
   } catch (e) {
+    if (lost) throw e;
     // Two replicas creating the schema at once: the loser sees a unique violation.
     const exists = await client.query('select 1 from pg_namespace where nspname = $1', [schema]);
     if (exists.rowCount !== 1) throw e;
   } finally {
-    await client.end();
+    await client.end().catch(() => {});
   }
 }
 
@@ -188,42 +215,55 @@ export async function migrate(
   clock: Clock,
   migrations: Migration[] = MIGRATIONS,
 ): Promise<number[]> {
-  const { db, dialect } = store;
-  const run = async (): Promise<number[]> => {
-    await db.schema
-      .createTable('svc_migrations')
-      .ifNotExists()
-      .addColumn('version', 'integer', (c) => c.primaryKey())
-      .addColumn('name', 'text', (c) => c.notNull())
-      .addColumn('applied_at', 'text', (c) => c.notNull())
-      .execute();
-    const done = new Set(
-      (await db.selectFrom('svc_migrations').select('version').execute()).map((r) => r.version),
-    );
-    const applied: number[] = [];
-    for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
-      if (done.has(m.version)) continue;
-      await db.transaction().execute(async (trx) => {
-        await m.up(trx as unknown as Kysely<unknown>, dialect);
-        await trx
-          .insertInto('svc_migrations')
-          .values({ version: m.version, name: m.name, applied_at: iso(clock.now()) })
-          .execute();
-      });
-      applied.push(m.version);
-    }
-    return applied;
-  };
-  if (dialect === 'sqlite') return run();
-  // Hold a session-level advisory lock on one dedicated connection for the whole run.
-  return db.connection().execute(async (conn) => {
-    const key = sql`hashtext(current_schema())`;
-    await sql`select pg_advisory_lock(${MIGRATION_LOCK_NS}, ${key})`.execute(conn);
-    try {
-      // The migrations themselves run on other pool connections; the lock only serializes.
-      return await run();
-    } finally {
-      await sql`select pg_advisory_unlock(${MIGRATION_LOCK_NS}, ${key})`.execute(conn);
-    }
-  });
+  if (store.dialect === 'sqlite') return applyMigrations(store.db, 'sqlite', clock, migrations);
+  // Migrations may run long (DDL on big tables, waiting for another replica's lock): on
+  // connections of their own without the statement timeout.
+  const pool = createPool({ ...(store.pgMaintenanceConfig ?? {}), max: 2 }, () => {});
+  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: kyselyPool(pool) }) });
+  try {
+    // Hold a session-level advisory lock on one dedicated connection for the whole run.
+    return await db.connection().execute(async (conn) => {
+      const key = sql`hashtext(current_schema())`;
+      await sql`select pg_advisory_lock(${MIGRATION_LOCK_NS}, ${key})`.execute(conn);
+      try {
+        // The migrations themselves run on the other connection; the lock only serializes.
+        return await applyMigrations(db, 'postgres', clock, migrations);
+      } finally {
+        await sql`select pg_advisory_unlock(${MIGRATION_LOCK_NS}, ${key})`.execute(conn);
+      }
+    });
+  } finally {
+    await db.destroy();
+  }
+}
+
+async function applyMigrations(
+  db: Db,
+  dialect: Dialect,
+  clock: Clock,
+  migrations: Migration[],
+): Promise<number[]> {
+  await db.schema
+    .createTable('svc_migrations')
+    .ifNotExists()
+    .addColumn('version', 'integer', (c) => c.primaryKey())
+    .addColumn('name', 'text', (c) => c.notNull())
+    .addColumn('applied_at', 'text', (c) => c.notNull())
+    .execute();
+  const done = new Set(
+    (await db.selectFrom('svc_migrations').select('version').execute()).map((r) => r.version),
+  );
+  const applied: number[] = [];
+  for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+    if (done.has(m.version)) continue;
+    await transaction(db, async (trx) => {
+      await m.up(trx as unknown as Kysely<unknown>, dialect);
+      await trx
+        .insertInto('svc_migrations')
+        .values({ version: m.version, name: m.name, applied_at: iso(clock.now()) })
+        .execute();
+    });
+    applied.push(m.version);
+  }
+  return applied;
 }

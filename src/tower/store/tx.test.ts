@@ -1,7 +1,11 @@
+import Database from 'better-sqlite3';
+import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gate } from '../../../test/support/poll.js';
 import { openTempStore, type TempStore } from '../../../test/support/store.js';
-import { FakeClock, iso } from '../../lib/clock.js';
+import { FakeClock, iso, systemClock } from '../../lib/clock.js';
+import { silentLogger } from '../../lib/log.js';
+import { StoreHealth } from './health.js';
 import { migrate, type Store } from './open.js';
 import { createWrite } from './tx.js';
 
@@ -136,5 +140,75 @@ describe.each(['sqlite', 'postgres'] as const)('write.insertOne on %s', (dialect
     const events = await store.db.selectFrom('events').select(['mission_id', 'ts', 'payload']).execute();
     expect(events).toEqual([{ mission_id: 'm1', ts: now, payload: '{"id":"m1"}' }]);
     expect(kicks).toBe(1);
+  });
+});
+
+describe('createWrite on SQLite when the store fails', () => {
+  let tmp: TempStore | undefined;
+  let other: Database.Database | undefined;
+  afterEach(async () => {
+    if (other?.open) other.close();
+    await tmp?.close();
+    tmp = undefined;
+  });
+
+  async function open(busyTimeoutMs: number) {
+    tmp = await openTempStore('sqlite', 'svc-tx-fault-');
+    const store = tmp.store;
+    await migrate(store, systemClock);
+    const health = new StoreHealth({ clock: systemClock, log: silentLogger(), describe: store.describe });
+    const write = createWrite(store, systemClock, () => {}, { health, busyTimeoutMs });
+    const file = store.describe.replace(/^sqlite /, '');
+    const insert = (id: string, content = '') =>
+      write(async (tx) => {
+        await tx.db
+          .insertInto('domains')
+          .values({ id, name: id, description: content, created_at: tx.now, updated_at: tx.now })
+          .execute();
+        return id;
+      });
+    return { store, health, file, insert };
+  }
+
+  it("waits for another process's write lock without blocking the event loop, then writes", async () => {
+    const { store, insert, file } = await open(60_000);
+    other = new Database(file);
+    other.exec('begin immediate');
+    const pending = insert('waited');
+    // Meanwhile the process serves reads.
+    const rows = await store.reader.selectFrom('domains').select('id').execute();
+    expect(rows).toEqual([]);
+    other.exec('commit');
+    await expect(pending).resolves.toBe('waited');
+  });
+
+  it('fails with SQLITE_BUSY past the busy timeout, marks the store unwritable, and recovers', async () => {
+    const { insert, file, health } = await open(50);
+    other = new Database(file);
+    other.exec('begin immediate');
+    await expect(insert('locked')).rejects.toMatchObject({ code: 'SQLITE_BUSY' });
+    expect(health.writeFault()).toMatchObject({ kind: 'busy', cause: 'SQLITE_BUSY' });
+    other.exec('rollback');
+    await expect(insert('free')).resolves.toBe('free');
+    expect(health.writeFault()).toBeNull();
+  });
+
+  it("rejects the writes of a group with the full disk's own error, not a failed rollback's, and writes once there is room", async () => {
+    const { store, insert, health } = await open(1000);
+    const pages = Number(
+      (await sql<{ page_count: number }>`pragma page_count`.execute(store.db)).rows[0]?.page_count,
+    );
+    // The file may not grow any more: a write that needs new pages fails with SQLITE_FULL.
+    await sql.raw(`pragma max_page_count = ${pages}`).execute(store.db);
+    const results = await Promise.allSettled([insert('small'), insert('big', 'x'.repeat(200_000))]);
+    for (const r of results) {
+      expect(r.status).toBe('rejected');
+      expect((r as PromiseRejectedResult).reason).toMatchObject({ code: 'SQLITE_FULL' });
+    }
+    expect(health.writeFault()).toMatchObject({ kind: 'full', cause: 'SQLITE_FULL' });
+    expect(await store.db.selectFrom('domains').select('id').execute()).toEqual([]);
+    await sql.raw(`pragma max_page_count = ${pages * 100}`).execute(store.db);
+    await expect(insert('after')).resolves.toBe('after');
+    expect(health.writeFault()).toBeNull();
   });
 });

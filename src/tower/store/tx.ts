@@ -8,12 +8,17 @@
 // write of the group resolves. No caller sees success before its change is committed.
 // PostgreSQL runs each write in its own transaction: concurrent commits already share
 // fsyncs there, and a pooled connection per write keeps writers independent.
+//
+// Store faults (store/faults.ts) reach the caller as the driver raised them, never masked by
+// a failed rollback, and each write's outcome is reported to the store's health (/readyz).
 import { createHash } from 'node:crypto';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type pg from 'pg';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { NewEvent } from '../../protocol/events.js';
 import { appendEvents } from '../feed/event-log.js';
+import { storeFault } from './faults.js';
+import type { StoreHealth } from './health.js';
 import type { Store } from './open.js';
 import type { Tables } from './types.js';
 
@@ -62,13 +67,71 @@ export interface InsertOne {
   build(nowMs: number): { row: Record<string, unknown>; event: NewEvent };
 }
 
+/**
+ * `db.transaction().execute(fn)`, except that a rollback which fails never replaces the error
+ * that caused it: SQLite ends a transaction by itself on SQLITE_FULL or an I/O error, and
+ * Kysely would then report "cannot rollback - no transaction is active" instead of the cause.
+ */
+export async function transaction<DB, T>(
+  db: Kysely<DB>,
+  fn: (trx: Transaction<DB>) => Promise<T>,
+): Promise<T> {
+  const trx = await db.startTransaction().execute();
+  let result: T;
+  try {
+    result = await fn(trx);
+  } catch (e) {
+    await trx
+      .rollback()
+      .execute()
+      .catch(() => {});
+    throw e;
+  }
+  await trx.commit().execute();
+  return result;
+}
+
 /** Upper bound on writes sharing one SQLite commit (bounds the latency of the first). */
 export const MAX_GROUP = 256;
 
+export interface WriteOptions {
+  /** Told of every write's outcome: a store fault, or a commit. */
+  health?: StoreHealth;
+  /**
+   * SQLite: how long a write waits for another process's write lock before it fails with
+   * SQLITE_BUSY (storage_busy). Waited without blocking the event loop.
+   */
+  busyTimeoutMs?: number;
+}
+
+export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+
 /** `onEvents` runs after a transaction that appended events has committed. */
-export function createWrite(store: Store, clock: Clock, onEvents: () => void): Write {
+export function createWrite(
+  store: Store,
+  clock: Clock,
+  onEvents: () => void,
+  opts: WriteOptions = {},
+): Write {
+  const health = opts.health;
+  /** Reports the outcome of `p` to the store's health. */
+  const watched = <T>(p: Promise<T>): Promise<T> =>
+    health
+      ? p.then(
+          (v) => {
+            health.succeeded();
+            return v;
+          },
+          (e: unknown) => {
+            const f = storeFault(e);
+            if (f) health.failed(f);
+            throw e;
+          },
+        )
+      : p;
   if (store.dialect === 'sqlite') {
-    const write = createGroupWrite(store, clock, onEvents);
+    const group = createGroupWrite(store, clock, onEvents, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
+    const write = <T>(fn: (tx: Tx) => Promise<T>) => watched(group(fn));
     return Object.assign(write, {
       insertOne: (req: InsertOne) => insertOneInTx(write, req),
       statement: () => Promise.reject(new Error('Write.statement is PostgreSQL only')),
@@ -77,11 +140,13 @@ export function createWrite(store: Store, clock: Clock, onEvents: () => void): W
   const write = async <T>(fn: (tx: Tx) => Promise<T>): Promise<T> => {
     const events: NewEvent[] = [];
     const nowMs = clock.now();
-    const result = await store.db.transaction().execute(async (trx) => {
-      const r = await fn(txOf(trx, nowMs, events));
-      await appendEvents(trx, nowMs, events);
-      return r;
-    });
+    const result = await watched(
+      transaction(store.db, async (trx) => {
+        const r = await fn(txOf(trx, nowMs, events));
+        await appendEvents(trx, nowMs, events);
+        return r;
+      }),
+    );
     if (events.length > 0) onEvents();
     return result;
   };
@@ -115,7 +180,7 @@ export function createWrite(store: Store, clock: Clock, onEvents: () => void): W
       names.set(text, name);
     }
     try {
-      await (store.pgHotPool as pg.Pool).query({ name, text, values: params });
+      await watched((store.pgHotPool as pg.Pool).query({ name, text, values: params }));
     } catch (err) {
       // The gate's subquery found nothing: its NOT NULL column refused the NULL.
       const pgErr = err as { code?: string; column?: string };
@@ -126,7 +191,7 @@ export function createWrite(store: Store, clock: Clock, onEvents: () => void): W
     return true;
   };
   const statement = async <R>(q: PgStatement, appended: (rows: R[]) => boolean): Promise<R[]> => {
-    const res = await (store.pgHotPool as pg.Pool).query(q);
+    const res = await watched((store.pgHotPool as pg.Pool).query(q));
     const rows = res.rows as R[];
     if (appended(rows)) onEvents();
     return rows;
@@ -170,49 +235,95 @@ interface Job {
   reject(e: unknown): void;
 }
 
-function createGroupWrite(store: Store, clock: Clock, onEvents: () => void): WriteFn {
+function createGroupWrite(store: Store, clock: Clock, onEvents: () => void, busyTimeoutMs: number): WriteFn {
   const queue: Job[] = [];
   let draining = false;
 
-  async function runGroup(): Promise<void> {
+  /**
+   * One group on the one connection, held throughout (reads of other requests wait, as they
+   * would behind any transaction). BEGIN IMMEDIATE takes the write lock before any write of
+   * the group runs, so a lock held by another process shows here and nowhere later: then
+   * 'busy', and nothing ran.
+   */
+  async function group(conn: Kysely<Tables>): Promise<'busy' | 'done'> {
+    try {
+      await sql`begin immediate`.execute(conn);
+    } catch (e) {
+      if (storeFault(e)?.kind === 'busy') {
+        lastBusy = e;
+        return 'busy';
+      }
+      for (const job of queue.splice(0)) job.reject(e);
+      return 'done';
+    }
+    const trx = conn as Transaction<Tables>;
     const done: { job: Job; result: unknown }[] = [];
     let anyEvents = false;
     try {
-      await store.db.transaction().execute(async (trx) => {
-        let yielded = false;
-        while (done.length < MAX_GROUP) {
-          if (queue.length === 0) {
-            if (yielded) break;
-            yielded = true;
-            await new Promise<void>((r) => setImmediate(r));
-            continue;
-          }
-          const job = queue.shift() as Job;
-          const events: NewEvent[] = [];
-          const nowMs = clock.now();
-          await sql`savepoint w`.execute(trx);
-          let result: unknown;
+      let yielded = false;
+      while (done.length < MAX_GROUP) {
+        if (queue.length === 0) {
+          if (yielded) break;
+          yielded = true;
+          await new Promise<void>((r) => setImmediate(r));
+          continue;
+        }
+        const job = queue.shift() as Job;
+        const events: NewEvent[] = [];
+        const nowMs = clock.now();
+        await sql`savepoint w`.execute(trx);
+        let result: unknown;
+        try {
+          result = await job.fn(txOf(trx, nowMs, events));
+          await appendEvents(trx, nowMs, events);
+        } catch (e) {
+          job.reject(e);
+          // Undo this write only. If even that fails, SQLite ended the transaction itself
+          // (SQLITE_FULL, an I/O error): the group fails with this write's error, which
+          // names the cause, not with the rollback's.
           try {
-            result = await job.fn(txOf(trx, nowMs, events));
-            await appendEvents(trx, nowMs, events);
-          } catch (e) {
-            // Undo this write only; if even that fails the transaction is gone: fail the group.
-            job.reject(e);
             await sql`rollback to w`.execute(trx);
             await sql`release w`.execute(trx);
-            continue;
+          } catch {
+            throw e;
           }
-          await sql`release w`.execute(trx);
-          if (events.length > 0) anyEvents = true;
-          done.push({ job, result });
+          continue;
         }
-      });
+        await sql`release w`.execute(trx);
+        if (events.length > 0) anyEvents = true;
+        done.push({ job, result });
+      }
+      await sql`commit`.execute(trx);
     } catch (e) {
+      // SQLite may have rolled the transaction back already; the error to report is e.
+      await sql`rollback`.execute(trx).catch(() => {});
       for (const d of done) d.job.reject(e);
-      return;
+      return 'done';
     }
     for (const d of done) d.job.resolve(d.result);
     if (anyEvents) onEvents();
+    return 'done';
+  }
+
+  let lastBusy: unknown = null;
+
+  /**
+   * Runs a group, waiting for another process's write lock up to the busy timeout. The
+   * writer connection has no busy handler (better-sqlite3 would block the event loop while
+   * it waits): this waits between attempts instead, with the connection free for reads.
+   */
+  async function runGroup(): Promise<void> {
+    const giveUpAt = clock.now() + busyTimeoutMs;
+    let gap = 5;
+    while ((await store.db.connection().execute(group)) === 'busy') {
+      if (clock.now() >= giveUpAt) {
+        // Nothing of theirs ran: every waiting write gets the lock's error.
+        for (const job of queue.splice(0)) job.reject(lastBusy);
+        return;
+      }
+      await clock.sleep(Math.max(1, Math.min(gap, giveUpAt - clock.now())));
+      gap = Math.min(gap * 2, 100);
+    }
   }
 
   async function drain(): Promise<void> {

@@ -134,6 +134,8 @@ export interface Tables extends FeedTables, MeshTables {
   /** One row: the highest event id pruning deleted (feed/migrations.ts, version 14). */
   event_pruned: { through: string | number };
   svc_migrations: MigrationRow;
+  /** One row, rewritten by the readiness probe while writes fail (store/readiness.ts). */
+  store_probe: { id: number; at: string };
 }
 
 export type Db = Kysely<Tables>;
