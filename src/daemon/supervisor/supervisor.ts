@@ -32,7 +32,7 @@ import { AgentTable, planReload } from './agent-table.js';
 import { type AgentSpec, type BackendKind, loadAgentsFile } from './agents-file.js';
 import { createProcessBackend } from './backends/process.js';
 import { createSystemdBackend } from './backends/systemd.js';
-import { createTmuxBackend } from './backends/tmux.js';
+import { createTmuxBackend, tmuxSocketOf } from './backends/tmux.js';
 import type { UnitBackend } from './backends/types.js';
 import type { SupervisorSettings } from './config-section.js';
 import { createSupervisorEvents } from './events.js';
@@ -119,10 +119,12 @@ export function createSupervisor(ctx: SupervisorContext, deps: SupervisorDeps): 
   let settings = deps.config;
   const current = () => settings;
   const stopGraceMs = () => settings.supervisor.stopGraceMs;
+  /** [supervisor] tmux_socket, else this SVC_HOME's own tmux server. */
+  const tmuxSocket = () => settings.supervisor.tmuxSocket ?? tmuxSocketOf(paths.home);
   const backends: Record<BackendKind, UnitBackend> = {
     process: createProcessBackend({ clock, waits, stopGraceMs }),
     tmux: createTmuxBackend({
-      socket: () => settings.supervisor.tmuxSocket,
+      socket: tmuxSocket,
       env: withoutCredentials(ctx.env),
       waits,
       stopGraceMs,
@@ -180,8 +182,7 @@ export function createSupervisor(ctx: SupervisorContext, deps: SupervisorDeps): 
     );
   }
 
-  const view = (a: Agent) =>
-    statusOf(a, { logsDir: paths.logsDir, tmuxSocket: settings.supervisor.tmuxSocket });
+  const view = (a: Agent) => statusOf(a, { logsDir: paths.logsDir, tmuxSocket: tmuxSocket() });
 
   /** Runs `op` on the agent's queue and answers its status afterwards. */
   async function operate(id: string, op: (a: Agent) => Promise<void>): Promise<AgentStatus> {
