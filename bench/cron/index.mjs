@@ -154,7 +154,6 @@ async function runComponent({ label, n, kind, k, ticks: defaultTicks, bash = fal
     state,
     tower: { baseUrl: 'http://127.0.0.1:9', request: async () => undefined },
     events: { publish: async () => {} },
-    mgmt: { register() {} },
     shutdown: new AbortController().signal,
   };
   const cron = createCron(ctx, {

@@ -36,7 +36,6 @@ if (mode === 'bare') {
     state: undefined,
     tower: createTowerApi(towerUrl, jwt),
     events: { publish: async () => {} },
-    mgmt: { register: () => {} },
     secrets,
     shutdown: new AbortController().signal,
   };

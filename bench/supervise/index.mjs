@@ -10,12 +10,14 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import { MgmtClient } from '../../dist/cli/mgmt-client.js';
-import { defaultSvcdConfig } from '../../dist/daemon/config/config.js';
+import { registerMethods } from '../../dist/daemon/mgmt/method.js';
 import { MgmtServer } from '../../dist/daemon/mgmt/server.js';
 import { daemonPaths } from '../../dist/daemon/paths.js';
 import { SessionRegistry } from '../../dist/daemon/secrets/index.js';
 import { openStateStore } from '../../dist/daemon/state/store.js';
+import { agentMethods } from '../../dist/daemon/supervisor/methods.js';
 import { createSupervisor } from '../../dist/daemon/supervisor/supervisor.js';
+import { defaultSvcdConfig } from '../../dist/daemon/svcd-config.js';
 import { systemClock } from '../../dist/lib/clock.js';
 import { silentLogger } from '../../dist/lib/log.js';
 import { countChecks } from '../lib/counts.mjs';
@@ -59,7 +61,6 @@ async function svcdSupervisor(agentsToml, tune) {
     state,
     tower: { baseUrl: 'http://127.0.0.1:1', request: () => Promise.reject(new Error('offline')) },
     events: { publish: async () => {} },
-    mgmt,
     secrets: new SessionRegistry(paths.secretsSock),
     shutdown: new AbortController().signal,
   };
@@ -67,6 +68,7 @@ async function svcdSupervisor(agentsToml, tune) {
   config.supervisor.stopGraceMs = 2000;
   tune(config);
   const sup = createSupervisor(ctx, { config, userBus: false });
+  registerMethods(mgmt, agentMethods(sup));
   await sup.start();
   return {
     sup,

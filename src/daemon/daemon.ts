@@ -1,6 +1,7 @@
-// svcd's composition root: builds the DaemonContext, the mgmt.sock server and every
-// component, starts them in order and stops them in reverse. start() and stop() are
-// idempotent; stop() is what SIGTERM/SIGINT call.
+// svcd's composition root: builds the DaemonContext and every component, hands each the
+// others it calls, registers every component's mgmt.sock methods, starts the components in
+// order and stops them in reverse. start() and stop() are idempotent; stop() is what
+// SIGTERM/SIGINT call.
 
 import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
@@ -8,19 +9,28 @@ import type { Logger } from '../lib/log.js';
 import { ensurePrivateDir } from '../lib/private-files.js';
 import type { NodeIdentity } from '../protocol/nodes.js';
 import { createAttachGateway } from './attach/gateway.js';
-import type { Component, DaemonContext } from './context.js';
+import { attachMethods } from './attach/methods.js';
+import type { Component } from './component.js';
+import type { DaemonContext } from './context.js';
 import { createCron } from './cron/cron.js';
+import { cronMethods } from './cron/methods.js';
 import { createFanout } from './fanout/fanout.js';
+import { fanoutMethods } from './fanout/methods.js';
 import { createMcpBridge } from './mcp/bridge.js';
+import { mcpMethods } from './mcp/methods.js';
+import { method, registerMethods } from './mgmt/method.js';
 import { MgmtServer } from './mgmt/server.js';
 import { daemonPaths } from './paths.js';
 import { createSecretsBroker, SessionRegistry } from './secrets/index.js';
 import { openStateStore } from './state/store.js';
-import { createSupervisor, type Supervisor } from './supervisor/supervisor.js';
+import { agentMethods } from './supervisor/methods.js';
+import { createSupervisor } from './supervisor/supervisor.js';
+import { loadSvcdConfig } from './svcd-config.js';
 import { createTowerApi } from './tower-client/api.js';
 import { createControlChannel } from './tower-client/control.js';
 import { serveNodeRequests } from './tower-client/node-requests.js';
 import { createOutbox } from './tower-client/outbox.js';
+import { workerMethods } from './worker/methods.js';
 import { createWorker } from './worker/worker.js';
 
 export interface DaemonOptions {
@@ -37,38 +47,6 @@ export interface DaemonOptions {
   boosterWasm?: string;
 }
 
-/** A component factory: each area adds one to COMPONENTS. */
-export type ComponentFactory = (ctx: DaemonContext, opts: DaemonOptions) => Component;
-
-/** The supervisor of each daemon, for the components that call it (cron's signal jobs). */
-const supervisors = new WeakMap<DaemonContext, Supervisor>();
-function remember(ctx: DaemonContext, s: Supervisor): Supervisor {
-  supervisors.set(ctx, s);
-  return s;
-}
-function supervisorOf(ctx: DaemonContext): Supervisor {
-  const s = supervisors.get(ctx);
-  if (!s) throw new Error('no supervisor in this daemon');
-  return s;
-}
-
-/** Areas plug in here, in start order (stopped in reverse). */
-const COMPONENTS: ComponentFactory[] = [
-  (ctx) => createSecretsBroker(ctx),
-  // After the broker: agents get their secrets sessions from ctx.secrets.
-  (ctx) => remember(ctx, createSupervisor(ctx)),
-  // dispatch = "signal" jobs go to the supervisor of the same daemon.
-  (ctx) => createCron(ctx, { signal: (target, prompt) => supervisorOf(ctx).signal(target, prompt) }),
-  // Task subagents run through the supervisor's runtime runner (same templates and secrets).
-  (ctx) => createWorker(ctx, () => supervisorOf(ctx).runtimes),
-  // svcd.sock and tower attach streams, over the supervisor's PTY agents.
-  (ctx) => createAttachGateway(ctx, supervisorOf(ctx)),
-  // Local /events relay of the tower feed (+ MQTT); independent of the rest.
-  (ctx) => createFanout(ctx),
-  // mcp.call / mcp.tools: schema pack + Wasm booster before the tower's /mcp/call.
-  (ctx, opts) => createMcpBridge(ctx, { boosterWasm: opts.boosterWasm }),
-];
-
 export interface Daemon {
   ctx: DaemonContext;
   start(): Promise<void>;
@@ -78,6 +56,9 @@ export interface Daemon {
 export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const clock = opts.clock ?? systemClock;
   const paths = daemonPaths(opts.home);
+  // config.toml is read here, once, and each component gets its sections; an invalid file
+  // stops svcd before anything is opened (config_invalid naming file, line and field).
+  const config = await loadSvcdConfig(paths.configToml);
   // 0700 even where they existed with another mode (sockets, state.db and logs live here).
   for (const dir of [paths.svcdDir, paths.logsDir, paths.workDir]) ensurePrivateDir(dir);
   const log = opts.log;
@@ -103,27 +84,55 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     tower,
     control,
     events: outbox,
-    mgmt,
     secrets: new SessionRegistry(paths.secretsSock),
     shutdown: shutdown.signal,
   };
-  const components: Component[] = [outbox, control, ...COMPONENTS.map((make) => make(ctx, opts))];
+  // Start order (stopped in reverse). The broker first: agents get their secrets sessions
+  // from ctx.secrets.
+  const secrets = createSecretsBroker(ctx);
+  const supervisor = createSupervisor(ctx, {
+    config,
+    // agent.reload re-reads config.toml; an invalid file leaves this one in force.
+    reloadConfig: () => loadSvcdConfig(paths.configToml),
+  });
+  // dispatch = "signal" jobs go to this daemon's supervisor.
+  const cron = createCron(ctx, { signal: (target, prompt) => supervisor.signal(target, prompt) });
+  // Task subagents run through the supervisor's runtime runner (same templates and secrets).
+  const worker = createWorker(ctx, () => supervisor.runtimes, {
+    config: config.worker,
+    stopGraceMs: config.supervisor.stopGraceMs,
+  });
+  // svcd.sock and tower attach streams, over the supervisor's PTY agents.
+  const attach = createAttachGateway(ctx, supervisor);
+  // Local /events relay of the tower feed (+ MQTT); independent of the rest.
+  const fanout = createFanout(ctx, { config: config.fanout });
+  // mcp.call / mcp.tools: schema pack + Wasm booster before the tower's /mcp/call.
+  const mcp = createMcpBridge(ctx, { boosterWasm: opts.boosterWasm });
+  const components: Component[] = [outbox, control, secrets, supervisor, cron, worker, attach, fanout, mcp];
   // The tower's node.request (console actions) runs mgmt.sock methods in-process.
   serveNodeRequests(control, (m, p, signal) => mgmt.invoke(m, p, signal), log, shutdown.signal);
   const startedAt = clock.now();
 
-  mgmt.register('daemon.status', async () => ({
-    version: opts.version,
-    pid: process.pid,
-    node_id: opts.identity.node_id,
-    hostname: opts.identity.hostname,
-    node_file: opts.identityFile ?? null,
-    backend_url: opts.backendUrl,
-    started_at: new Date(startedAt).toISOString(),
-    uptime_seconds: Math.floor((clock.now() - startedAt) / 1000),
-    tower: { url: opts.backendUrl, connected: control.connected },
-    components: Object.fromEntries(components.map((c) => [c.name, c.status?.() ?? {}])),
-  }));
+  registerMethods(mgmt, [
+    method('daemon.status', async () => ({
+      version: opts.version,
+      pid: process.pid,
+      node_id: opts.identity.node_id,
+      hostname: opts.identity.hostname,
+      node_file: opts.identityFile ?? null,
+      backend_url: opts.backendUrl,
+      started_at: new Date(startedAt).toISOString(),
+      uptime_seconds: Math.floor((clock.now() - startedAt) / 1000),
+      tower: { url: opts.backendUrl, connected: control.connected },
+      components: Object.fromEntries(components.map((c) => [c.name, c.status?.() ?? {}])),
+    })),
+    ...agentMethods(supervisor),
+    ...cronMethods(cron, () => clock.now()),
+    ...workerMethods(worker),
+    ...attachMethods(attach),
+    ...fanoutMethods(fanout),
+    ...mcpMethods(mcp),
+  ]);
 
   const started: Component[] = [];
   let starting: Promise<void> | null = null;

@@ -1,6 +1,23 @@
 // Where svcd keeps its sockets, state and config under $SVC_HOME (docs/configuration.md).
 import { join } from 'node:path';
-import type { DaemonPaths } from './context.js';
+
+export interface DaemonPaths {
+  /** $SVC_HOME */
+  home: string;
+  /** $SVC_HOME/svcd (0700) */
+  svcdDir: string;
+  mgmtSock: string;
+  secretsSock: string;
+  svcdSock: string;
+  stateDb: string;
+  configToml: string;
+  agentsToml: string;
+  cronToml: string;
+  /** Rotating agent output logs. */
+  logsDir: string;
+  /** $SVC_HOME/work: per-task working directories. */
+  workDir: string;
+}
 
 export function daemonPaths(home: string): DaemonPaths {
   const svcdDir = join(home, 'svcd');

@@ -45,7 +45,6 @@ describe('svcd get-secret', () => {
         },
       },
       events: { publish: async () => {} },
-      mgmt: { register: () => {} },
       secrets: new SessionRegistry(paths.secretsSock),
       control: fakeControl(),
       shutdown: new AbortController().signal,

@@ -1,8 +1,8 @@
 // svcd's life as an operator sees it, with real processes: no identity → exit 78; register
 // (and --force rotation) → `svcd run` → `svc daemon status` over mgmt.sock; a second daemon is
 // refused; a kill -9 leaves stale sockets that the next start replaces; SIGTERM removes the
-// sockets. (A tower restart and the reconnect: svcd-reconnect.test.ts.)
-import { existsSync, readFileSync, statSync } from 'node:fs';
+// sockets; an invalid config.toml → exit 78 naming file, line and field. (A tower restart and the reconnect: svcd-reconnect.test.ts.)
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../support/poll.js';
@@ -117,5 +117,20 @@ describe('svcd run', () => {
     second.kill('SIGTERM');
     expect(await second.exited).toBe(0);
     for (const p of socks) expect(existsSync(p)).toBe(false);
+  });
+
+  it('refuses to start with an invalid config.toml, naming file, line and field, with exit code 78', async () => {
+    const file = join(svcdDir, 'config.toml');
+    writeFileSync(file, '[worker]\nmax_concurrent = 3\n\n[watchdog]\ngrace = 90\n');
+    try {
+      const r = await run(SVCD_BIN, ['run', '--log-level', 'warn'], cli);
+      expect(r.code).toBe(78);
+      expect(r.stderr).toContain(
+        `${file}:5: watchdog.grace: must be a string, got number 90 [config_invalid]`,
+      );
+      for (const p of socks) expect(existsSync(p)).toBe(false);
+    } finally {
+      rmSync(file);
+    }
   });
 });

@@ -46,6 +46,15 @@ export function at(isoText: string): number {
 
 export const MIN = 60_000;
 
+/** cron.toml text of [[job]] tables, each given as its key lines. */
+export function cronToml(...jobs: string[]): string {
+  return jobs.map((j) => `[[job]]\n${j.trim()}\n`).join('\n');
+}
+
+/** The key lines of a signal job to agent-<name> with prompt "ping <name>". */
+export const signalJob = (name: string, schedule: string, extra = '') =>
+  `name = "${name}"\nschedule = "${schedule}"\nsession = "agent-${name}"\nprompt = "ping ${name}"\n${extra}`;
+
 // ---------------------------------------------------------------------------------------------
 // A cron component on a FakeClock with a real state.db, real mgmt.sock and real bash: what
 // svcd's composition root would build, minus the other components.
@@ -55,6 +64,8 @@ import { join } from 'node:path';
 import { mgmtCall } from '../../src/cli/mgmt-client.js';
 import type { DaemonContext } from '../../src/daemon/context.js';
 import { type Cron, type CronDeps, createCron } from '../../src/daemon/cron/cron.js';
+import { cronMethods } from '../../src/daemon/cron/methods.js';
+import { registerMethods } from '../../src/daemon/mgmt/method.js';
 import { MgmtServer } from '../../src/daemon/mgmt/server.js';
 import { daemonPaths } from '../../src/daemon/paths.js';
 import { SessionRegistry } from '../../src/daemon/secrets/index.js';
@@ -123,7 +134,6 @@ export async function startCron(opts: HarnessOptions): Promise<CronHarness> {
         events.push(e);
       },
     },
-    mgmt,
     secrets: new SessionRegistry(paths.secretsSock),
     control: fakeControl(),
     shutdown: shutdown.signal,
@@ -135,6 +145,10 @@ export async function startCron(opts: HarnessOptions): Promise<CronHarness> {
         signals.push([target, prompt]);
       }),
   });
+  registerMethods(
+    mgmt,
+    cronMethods(cron, () => clock.now()),
+  );
   await cron.start();
   let closed = false;
   return {

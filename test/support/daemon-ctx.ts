@@ -1,14 +1,17 @@
 // A DaemonContext for in-process tests of svcd components: a temp SVC_HOME, a real
 // state.db, a fake or real clock, events collected in memory, and a real mgmt.sock server
-// on a temp socket (so methods are exercised as svc calls them).
+// on a temp socket where a test registers its component's methods, as daemon.ts does (so
+// methods are exercised as svc calls them).
 
 import { mkdirSync } from 'node:fs';
 import { MgmtClient } from '../../src/cli/mgmt-client.js';
-import type { DaemonContext, TowerApi } from '../../src/daemon/context.js';
+import type { DaemonContext } from '../../src/daemon/context.js';
+import { type MgmtMethod, registerMethods } from '../../src/daemon/mgmt/method.js';
 import { MgmtServer } from '../../src/daemon/mgmt/server.js';
 import { daemonPaths } from '../../src/daemon/paths.js';
 import { SessionRegistry } from '../../src/daemon/secrets/index.js';
 import { openStateStore } from '../../src/daemon/state/store.js';
+import type { TowerApi } from '../../src/daemon/tower-client/api.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { silentLogger } from '../../src/lib/log.js';
@@ -20,6 +23,8 @@ export interface TestDaemonContext {
   ctx: DaemonContext;
   home: string;
   events: NewEvent[];
+  /** Registers a component's mgmt.sock methods (what daemon.ts does for the real daemon). */
+  register(methods: readonly MgmtMethod[]): void;
   /** Calls a mgmt.sock method over the real socket. */
   call<T>(method: string, params?: unknown): Promise<T>;
   close(): Promise<void>;
@@ -63,7 +68,6 @@ export async function makeTestDaemonContext(
         events.push(e);
       },
     },
-    mgmt,
     secrets: new SessionRegistry(paths.secretsSock),
     control: fakeControl(),
     shutdown: shutdown.signal,
@@ -73,6 +77,7 @@ export async function makeTestDaemonContext(
     ctx,
     home,
     events,
+    register: (methods) => registerMethods(mgmt, methods),
     async call<T>(method: string, params?: unknown) {
       client ??= await MgmtClient.connect(paths.mgmtSock);
       return client.call<T>(method, params);

@@ -17,9 +17,10 @@ import {
 } from '../../protocol/attach.js';
 import { attachSignature } from '../../protocol/attach-signature.js';
 import type { AttachOpen } from '../../protocol/control.js';
-import { defaultSvcdConfig } from '../config/config.js';
 import { createSupervisor, type Supervisor } from '../supervisor/supervisor.js';
+import { defaultSvcdConfig } from '../svcd-config.js';
 import { type AttachGateway, createAttachGateway } from './gateway.js';
+import { attachMethods } from './methods.js';
 
 let t: TestDaemonContext | null = null;
 let sup: Supervisor | null = null;
@@ -50,6 +51,7 @@ async function start(
   config.supervisor.stopGraceMs = 2000;
   sup = createSupervisor(t.ctx, { config, userBus: false });
   gw = createAttachGateway(t.ctx, sup);
+  t.register(attachMethods(gw));
   await sup.start();
   await gw.start();
   return t;

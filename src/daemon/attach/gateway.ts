@@ -11,6 +11,8 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import {
   type AttachListResult,
   closeCodeOf,
@@ -23,9 +25,13 @@ import {
 } from '../../protocol/attach.js';
 import type { AttachOpen } from '../../protocol/control.js';
 import type { ErrorCode } from '../../protocol/errors.js';
-import type { Component, DaemonContext } from '../context.js';
+import type { Component } from '../component.js';
+import type { DaemonPaths } from '../paths.js';
+import type { AgentTerminal, PtyTerminal } from '../process/terminal.js';
 import { listenUnix, type UnixListener } from '../sockets.js';
-import type { AgentTerminal, PtyTerminal } from '../supervisor/terminal.js';
+import type { TowerApi } from '../tower-client/api.js';
+import type { ControlChannel } from '../tower-client/control.js';
+import type { EventOutbox } from '../tower-client/outbox.js';
 import { TerminalSession, type Viewer, type ViewerOptions } from './session.js';
 import { type TmuxTarget, tmuxClientTerminal, tmuxWindowSize } from './tmux-client.js';
 
@@ -43,14 +49,31 @@ export interface TerminalSource {
   }[];
 }
 
+/** What the gateway uses of svcd (daemon.ts passes its DaemonContext). */
+export interface AttachContext {
+  clock: Clock;
+  log: Logger;
+  paths: Pick<DaemonPaths, 'svcdSock' | 'svcdDir'>;
+  /** For the tmux clients of mux_hosted agents. */
+  env: NodeJS.ProcessEnv;
+  /** Where attach streams dial back to. */
+  tower: Pick<TowerApi, 'baseUrl'>;
+  /** attach.open arrives here; its signature is checked with the channel's attach secret. */
+  control: Pick<ControlChannel, 'on' | 'attachSecret'>;
+  identity: { node_id: string; jwt: string };
+  events: EventOutbox;
+}
+
 export interface AttachGateway extends Component {
   /** Open sessions by agent (tests, benchmarks). */
   session(agentId: string): TerminalSession | null;
+  /** attach.list: the agents with a terminal, their size and who is attached. */
+  list(): Promise<AttachListResult>;
 }
 
 const MAX_FRAME_BYTES = 1024 * 1024;
 
-export function createAttachGateway(ctx: DaemonContext, source: TerminalSource): AttachGateway {
+export function createAttachGateway(ctx: AttachContext, source: TerminalSource): AttachGateway {
   const log = ctx.log.child({ component: 'attach' });
   const sessions = new Map<string, TerminalSession>();
   const muxClients = new Map<TerminalSession, PtyTerminal>();
@@ -309,40 +332,40 @@ export function createAttachGateway(ctx: DaemonContext, source: TerminalSource):
   return {
     name: 'attach',
     session: (id) => sessions.get(id) ?? null,
+    async list(): Promise<AttachListResult> {
+      const agents = source.listAgents();
+      const sizes = await Promise.all(
+        agents.map(async (a) => {
+          const t = source.terminal(a.id) ?? sessions.get(a.id)?.terminal;
+          if (t) return { cols: t.cols, rows: t.rows };
+          if (a.runtime === 'mux_hosted' && a.tmux && a.state === 'running')
+            return tmuxWindowSize(a.tmux, ctx.env);
+          return null;
+        }),
+      );
+      const items = agents
+        .map((a, i) => ({ a, size: sizes[i] }))
+        .filter((x): x is { a: (typeof agents)[number]; size: { cols: number; rows: number } } => !!x.size)
+        .map(({ a, size }) => {
+          const s = sessions.get(a.id);
+          return {
+            agent_id: a.id,
+            cols: size.cols,
+            rows: size.rows,
+            viewers: (s?.list() ?? []).map((v) => ({
+              id: v.id,
+              via: v.via,
+              who: v.who,
+              read_only: v.readOnly,
+              since: new Date(v.since).toISOString(),
+            })),
+          };
+        });
+      return { items };
+    },
     async start() {
       listener = await listenUnix(ctx.paths.svcdSock, onLocalConnection, { pauseOnConnect: true });
       offOpen = ctx.control.on('attach.open', onAttachOpen);
-      ctx.mgmt.register('attach.list', async (): Promise<AttachListResult> => {
-        const agents = source.listAgents();
-        const sizes = await Promise.all(
-          agents.map(async (a) => {
-            const t = source.terminal(a.id) ?? sessions.get(a.id)?.terminal;
-            if (t) return { cols: t.cols, rows: t.rows };
-            if (a.runtime === 'mux_hosted' && a.tmux && a.state === 'running')
-              return tmuxWindowSize(a.tmux, ctx.env);
-            return null;
-          }),
-        );
-        const items = agents
-          .map((a, i) => ({ a, size: sizes[i] }))
-          .filter((x): x is { a: (typeof agents)[number]; size: { cols: number; rows: number } } => !!x.size)
-          .map(({ a, size }) => {
-            const s = sessions.get(a.id);
-            return {
-              agent_id: a.id,
-              cols: size.cols,
-              rows: size.rows,
-              viewers: (s?.list() ?? []).map((v) => ({
-                id: v.id,
-                via: v.via,
-                who: v.who,
-                read_only: v.readOnly,
-                since: new Date(v.since).toISOString(),
-              })),
-            };
-          });
-        return { items };
-      });
     },
     async stop() {
       if (stopped) return;

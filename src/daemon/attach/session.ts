@@ -17,7 +17,7 @@ import {
   FLOW_LOW_BYTES,
   parseViewerFrame,
 } from '../../protocol/attach.js';
-import type { AgentTerminal } from '../supervisor/terminal.js';
+import type { AgentTerminal } from '../process/terminal.js';
 
 // The headless xterm is loaded with the first PTY session, not at svcd's start: a node
 // without PTY agents never pays its memory. (Both packages are CommonJS: require is sync.)

@@ -9,9 +9,10 @@ import WebSocket from 'ws';
 import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/support/daemon-ctx.js';
 import { waitFor } from '../../../test/support/poll.js';
 import { type AttachListResult, LOCAL_ATTACH_PATH } from '../../protocol/attach.js';
-import { defaultSvcdConfig } from '../config/config.js';
 import { createSupervisor, type Supervisor } from '../supervisor/supervisor.js';
+import { defaultSvcdConfig } from '../svcd-config.js';
 import { type AttachGateway, createAttachGateway } from './gateway.js';
+import { attachMethods } from './methods.js';
 
 const SOCKET = `svc-test-attach-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 const tmux = (...args: string[]) => spawnSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8' });
@@ -42,6 +43,7 @@ async function start(): Promise<TestDaemonContext> {
   config.supervisor.stopGraceMs = 2000;
   sup = createSupervisor(t.ctx, { config, userBus: false });
   gw = createAttachGateway(t.ctx, sup);
+  t.register(attachMethods(gw));
   await sup.start();
   await gw.start();
   await waitFor('the agent in its pane', () => capture().includes('reference agent ready'));

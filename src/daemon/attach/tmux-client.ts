@@ -3,8 +3,8 @@
 // logged by pipe-pane, and tmux keeps its scrollback), so a new client simply redraws the
 // current screen. Resizing the client resizes the window (tmux window-size "latest").
 import { exec } from '../process/exec.js';
+import { PtyTerminal } from '../process/terminal.js';
 import { withoutCredentials } from '../runtimes/env.js';
-import { PtyTerminal } from '../supervisor/terminal.js';
 
 export interface TmuxTarget {
   socket: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isSvcError, type SvcError } from '../../protocol/errors.js';
-import { DEFAULT_BASH_TIMEOUT_MS, locateLines, parseCronConfig } from './config.js';
+import { DEFAULT_BASH_TIMEOUT_MS, parseCronConfig } from './config.js';
 
 const FILE = '/home/op/.svc/svcd/cron.toml';
 
@@ -223,18 +223,5 @@ prompt = "p"
     expect(errorOf('[job]\nname = "x"\n').message).toBe(
       `cron.toml is invalid: ${FILE}:1: job: jobs are [[job]] tables (an array of tables)`,
     );
-  });
-});
-
-describe('locateLines', () => {
-  it('finds job headers and keys, and skips multi-line strings', () => {
-    const map = locateLines(
-      'timezone = "UTC"\n[[job]]\nname = "a"\nprompt = """\nschedule = "fake"\n"""\nschedule = "* * * * *"\n[[ job ]]\n"name" = "b"\n',
-    );
-    expect(map.top.get('timezone')).toBe(1);
-    expect(map.jobs.map((j) => [j.line, Object.fromEntries(j.fields)])).toEqual([
-      [2, { name: 3, prompt: 4, schedule: 7 }],
-      [8, { name: 9 }],
-    ]);
   });
 });

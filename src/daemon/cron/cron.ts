@@ -1,23 +1,25 @@
-// svcd's cron component: ticks at every minute boundary of the injected clock, asks
-// due-jobs.ts what the minute holds, claims each fire's dedup key in state.db before
-// dispatching it, and records outcomes, skips and matrix events. Decisions live in
-// due-jobs.ts, SQL in store.ts, processes in bash.ts; this file only sequences them.
-import type { TimerHandle } from '../../lib/clock.js';
+// svcd's cron component: ticks at each minute boundary of the injected clock, makes each due
+// fire's dedup key durable in state.db, then dispatches it. It only sequences: decisions are
+// due-jobs.ts, one fire fire.ts, recording outcomes.ts, SQL store.ts, processes bash.ts.
+import type { Clock, TimerHandle } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import type { CronFire, CronFireEventPayload, CronGc, CronReload } from '../../protocol/cron.js';
 import { isSvcError, SvcError } from '../../protocol/errors.js';
-import type { Component, DaemonContext } from '../context.js';
-import { runBash } from './bash.js';
+import type { Component } from '../component.js';
+import type { DaemonPaths } from '../paths.js';
+import type { StateStore } from '../state/store.js';
+import type { EventOutbox } from '../tower-client/outbox.js';
 import { type CronConfig, type CronJob, jobFingerprint, loadCronConfig } from './config.js';
-import { type Decision, dueJobs, heartbeatSlots } from './due-jobs.js';
-import { registerCronMethods } from './methods.js';
+import { dueJobs, heartbeatSlots } from './due-jobs.js';
+import { dispatchFire, type Entry, entryOf, eventOf as eventOfFire, type FireDeps } from './fire.js';
+import { CronOutcomes } from './outcomes.js';
 import { MINUTE_MS, minuteOf } from './schedule.js';
 import * as store from './store.js';
 
 /** Dedup keys of minutes older than this are dropped (hourly, and by cron.gc). */
 export const DEDUP_KEEP_MS = 24 * 60 * 60_000;
 const GC_EVERY_MS = 60 * 60_000;
-const TRIM_EVERY = 10;
 
 /** Why cron is not firing: state.db refused the dedup keys (cron status `state_error`). */
 export interface CronStateFault {
@@ -31,6 +33,18 @@ export interface CronStateFault {
   skipped_fires: number;
   /** The last minute skipped. */
   last_minute: string;
+}
+
+/** What cron uses of svcd (daemon.ts passes its DaemonContext). */
+export interface CronContext {
+  clock: Clock;
+  log: Logger;
+  paths: Pick<DaemonPaths, 'cronToml' | 'stateDb' | 'home'>;
+  /** svcd's environment, the base of bash jobs'. */
+  env: NodeJS.ProcessEnv;
+  state: StateStore;
+  events: EventOutbox;
+  identity: { node_id: string };
 }
 
 export interface CronDeps {
@@ -60,10 +74,6 @@ export interface Cron extends Component {
   idle(): Promise<void>;
 }
 
-interface Entry extends store.NewEntry {
-  decision: Decision;
-}
-
 interface Running {
   id: number;
   minute: number;
@@ -72,7 +82,7 @@ interface Running {
   abort: AbortController;
 }
 
-export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
+export function createCron(ctx: CronContext, deps: CronDeps): Cron {
   const log = ctx.log.child({ component: 'cron' });
   const db = ctx.state.db as unknown as store.CronDb;
   const { clock } = ctx;
@@ -93,11 +103,11 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
   let started = false;
   let stopped = false;
   let stopping: Promise<void> | null = null;
-  /** Fires per job since its history was last trimmed to the newest 100. */
-  const sinceTrim = new Map<string, number>();
-
-  let finished: { job: string; finish: store.Finish; event: CronFireEventPayload }[] = [];
-  let flushing: Promise<void> | null = null;
+  const outcomes = new CronOutcomes({ db, events: ctx.events, log });
+  const publish = (payload: CronFireEventPayload) => outcomes.publish(payload);
+  const eventOf = (entry: Entry, r: Parameters<typeof eventOfFire>[2]) =>
+    eventOfFire(ctx.identity.node_id, entry, r);
+  const fireDeps: FireDeps = { signal: deps.signal, clock, env: ctx.env, home: ctx.paths.home };
 
   function schedule(): void {
     if (stopped) return;
@@ -131,7 +141,7 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
       running,
     });
     const now = clock.now();
-    const entries = decisions.map((d) => entryOf(d, now));
+    const entries = decisions.map((d) => entryOf(d, now, running.get(d.job.name)?.minute ?? null));
     const slots = heartbeatSlots(decisions);
     // The dedup keys are durable (synchronous = FULL) before anything is dispatched: a
     // restart inside this minute finds them and fires nothing twice.
@@ -161,7 +171,7 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
     for (const { entry } of admitted) {
       if (entry.outcome !== 'skipped') continue;
       void publish(eventOf(entry, { outcome: 'skipped', exitCode: null, durationMs: null }));
-      if (trimDue(entry.job)) await store.trim(db, entry.job);
+      if (outcomes.trimDue(entry.job)) await store.trim(db, entry.job);
     }
     if (admitted.length > 0) {
       log.debug({ minute: iso(minute), fired: admitted.length }, 'cron tick');
@@ -211,40 +221,10 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
     }
   }
 
-  function entryOf(d: Decision, now: number): Entry {
-    const base = { decision: d, job: d.job.name, scheduledMinute: d.minute, dispatch: d.job.dispatch };
-    if (d.action === 'fire') {
-      return {
-        ...base,
-        outcome: 'running',
-        reason: null,
-        catchUp: d.missed !== null,
-        startedAt: now,
-        detail: d.missed
-          ? `catch-up (catch_up = "latest") of the most recent minute missed while svcd was down (${missedText(d.missed)})`
-          : null,
-      };
-    }
-    let detail: string;
-    if (d.reason === 'disabled') detail = 'the job is disabled (enabled = false)';
-    else if (d.reason === 'overlap') {
-      const r = running.get(d.job.name);
-      detail = `the fire of ${r ? iso(r.minute) : 'an earlier minute'} is still running`;
-    } else {
-      detail = `missed while svcd was down (${d.missed ? missedText(d.missed) : 'one minute'}); not caught up`;
-      if (d.job.catchUp === 'latest') {
-        detail += d.job.enabled
-          ? ' because the job is due in this minute anyway'
-          : ' because the job is disabled';
-      }
-    }
-    return { ...base, outcome: 'skipped', reason: d.reason, catchUp: false, startedAt: null, detail };
-  }
-
   function startFire(job: CronJob, entry: Entry, id: number): void {
     const startedAt = entry.startedAt ?? clock.now();
     const abort = new AbortController();
-    const done = dispatch(job, entry, abort.signal)
+    const done = dispatchFire(job, entry, abort.signal, fireDeps)
       .catch((e: unknown) => ({
         outcome: 'failed' as const,
         exitCode: null,
@@ -263,133 +243,9 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
           detail: entry.detail && r.detail ? `${entry.detail}; ${r.detail}` : (r.detail ?? entry.detail),
         };
         running.delete(job.name);
-        return record(job.name, finish, eventOf(entry, finish));
+        return outcomes.record(job.name, finish, eventOf(entry, finish));
       });
     running.set(job.name, { id, minute: entry.scheduledMinute, done, abort });
-  }
-
-  async function dispatch(
-    job: CronJob,
-    entry: Entry,
-    signal: AbortSignal,
-  ): Promise<{
-    outcome: store.Finish['outcome'];
-    exitCode: number | null;
-    outputTail: string | null;
-    detail: string | null;
-  }> {
-    if (job.dispatch === 'signal') {
-      try {
-        await deps.signal(job.session ?? '', job.prompt);
-        return { outcome: 'ok', exitCode: null, outputTail: null, detail: null };
-      } catch (e) {
-        const code = isSvcError(e) ? ` [${e.code}]` : '';
-        return {
-          outcome: 'failed',
-          exitCode: null,
-          outputTail: null,
-          detail: `signal to "${job.session}" failed: ${(e as Error).message}${code}`,
-        };
-      }
-    }
-    const r = await runBash({
-      command: job.prompt,
-      timeoutMs: job.timeoutMs ?? 0,
-      clock,
-      env: {
-        ...ctx.env,
-        SVC_CRON_JOB: job.name,
-        SVC_CRON_SCHEDULED_MINUTE: iso(entry.scheduledMinute),
-      },
-      cwd: ctx.env.HOME ?? ctx.paths.home,
-      signal,
-    });
-    const tail = r.outputTail === '' ? null : r.outputTail;
-    if (r.spawnError) return { outcome: 'failed', exitCode: null, outputTail: tail, detail: r.spawnError };
-    if (r.aborted) {
-      return {
-        outcome: 'interrupted',
-        exitCode: r.exitCode,
-        outputTail: tail,
-        detail: 'killed: svcd stopped',
-      };
-    }
-    if (r.timedOut) {
-      return {
-        outcome: 'timeout',
-        exitCode: r.exitCode,
-        outputTail: tail,
-        detail: `killed after the timeout of ${Math.round((job.timeoutMs ?? 0) / 1000)} s`,
-      };
-    }
-    if (r.exitCode === 0) return { outcome: 'ok', exitCode: 0, outputTail: tail, detail: null };
-    return {
-      outcome: 'failed',
-      exitCode: r.exitCode,
-      outputTail: tail,
-      detail: r.signal ? `bash ended by ${r.signal}` : `exit code ${r.exitCode}`,
-    };
-  }
-
-  /** Queues an outcome; outcomes that finish together are written in one transaction. */
-  function record(job: string, finish: store.Finish, event: CronFireEventPayload): Promise<void> {
-    finished.push({ job, finish, event });
-    flushing ??= (async () => {
-      while (finished.length > 0) {
-        const batch = finished;
-        finished = [];
-        const trimJobs = batch.filter((b) => trimDue(b.job)).map((b) => b.job);
-        try {
-          await store.finish(db, batch, trimJobs);
-        } catch (e) {
-          log.error({ err: e, fires: batch.length }, 'could not record cron outcomes');
-        }
-        for (const b of batch) await publish(b.event);
-      }
-      flushing = null;
-    })();
-    return flushing;
-  }
-
-  /**
-   * Whether a job's history should be cut back to the newest 100 now: at its first entry
-   * after start, then every TRIM_EVERY entries. Reads use LIMIT 100, so the few extra rows in
-   * between never show, and a tick of 1 000 fires does not pay 1 000 deletes.
-   */
-  function trimDue(job: string): boolean {
-    const n = sinceTrim.get(job);
-    if (n === undefined || n + 1 >= TRIM_EVERY) {
-      sinceTrim.set(job, 0);
-      return true;
-    }
-    sinceTrim.set(job, n + 1);
-    return false;
-  }
-
-  async function publish(payload: CronFireEventPayload): Promise<void> {
-    try {
-      await ctx.events.publish({ type: 'matrix', payload: { ...payload } });
-    } catch (e) {
-      log.warn({ err: e, job: payload.job }, 'could not publish the cron event');
-    }
-  }
-
-  function eventOf(
-    entry: Entry,
-    r: { outcome: CronFireEventPayload['outcome']; exitCode: number | null; durationMs: number | null },
-  ): CronFireEventPayload {
-    return {
-      kind: 'cron.fire',
-      node_id: ctx.identity.node_id,
-      job: entry.job,
-      scheduled_minute: iso(entry.scheduledMinute),
-      dispatch: entry.dispatch,
-      outcome: r.outcome,
-      reason: entry.reason,
-      catch_up: entry.catchUp,
-      exit_code: r.exitCode,
-      duration_ms: r.durationMs,
-    };
   }
 
   async function loadInitial(): Promise<void> {
@@ -444,7 +300,7 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
         await ticking?.catch(() => {});
         for (const r of running.values()) r.abort.abort();
         await Promise.all([...running.values()].map((r) => r.done));
-        await flushing;
+        await outcomes.flushed();
       })();
       return stopping;
     },
@@ -485,20 +341,13 @@ export function createCron(ctx: DaemonContext, deps: CronDeps): Cron {
     history: (job, limit) => store.history(db, job, limit),
     lastFires: () => store.lastFires(db),
     async idle() {
-      while (running.size > 0 || flushing) {
+      while (running.size > 0 || outcomes.busy) {
         await Promise.all([...running.values()].map((r) => r.done));
-        await flushing;
+        await outcomes.flushed();
       }
     },
   };
-  registerCronMethods(ctx.mgmt, cron, () => clock.now());
   return cron;
-}
-
-function missedText(m: { first: number; last: number; count: number | null }): string {
-  if (m.first === m.last) return iso(m.first);
-  const n = m.count === null ? 'scheduled minutes' : `${m.count} scheduled minutes`;
-  return `${n} from ${iso(m.first)} to ${iso(m.last)}`;
 }
 
 /** The stand-in for `signal` until the supervisor is wired in: every signal job fails clearly. */

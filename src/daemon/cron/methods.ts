@@ -1,5 +1,6 @@
 // cron.list|describe|history|reload|gc on mgmt.sock: views of the running config and of
-// state.db in the shapes of src/protocol/cron.ts. No decisions here.
+// state.db in the shapes of src/protocol/cron.ts, as a table daemon.ts registers. No
+// decisions here.
 import { iso } from '../../lib/clock.js';
 import { Empty } from '../../protocol/common.js';
 import {
@@ -13,7 +14,7 @@ import {
   type CronList,
 } from '../../protocol/cron.js';
 import { SvcError } from '../../protocol/errors.js';
-import type { MethodRegistry } from '../context.js';
+import { type MgmtMethod, method } from '../mgmt/method.js';
 import type { CronJob } from './config.js';
 import type { Cron, CronState } from './cron.js';
 import { formatLocal, hostTimezone, MINUTE_MS, minuteOf } from './schedule.js';
@@ -21,61 +22,63 @@ import { formatLocal, hostTimezone, MINUTE_MS, minuteOf } from './schedule.js';
 /** Now, as the cron component sees it (its injected clock). */
 type Now = () => number;
 
-export function registerCronMethods(mgmt: MethodRegistry, cron: Cron, now: Now): void {
-  mgmt.register(
-    'cron.list',
-    async (): Promise<CronList> => {
-      const st = cron.state();
-      const last = await cron.lastFires();
-      const tz = timezoneOf(st);
-      return {
-        file: st.config.file,
-        timezone: tz,
-        config_error: st.configError,
-        state_error: st.stateFault
-          ? `${st.stateFault.file} cannot be written since ${st.stateFault.since} (${st.stateFault.detail}); ${st.stateFault.skipped_fires} fires skipped`
-          : null,
-        last_tick: st.tickedMinute === null ? null : iso(st.tickedMinute),
-        jobs: st.config.jobs.map((j) => viewOf(j, st, last.get(j.name) ?? null, tz, now())),
-      };
-    },
-    Empty,
-  );
+export function cronMethods(cron: Cron, now: Now): MgmtMethod[] {
+  return [
+    method(
+      'cron.list',
+      async (): Promise<CronList> => {
+        const st = cron.state();
+        const last = await cron.lastFires();
+        const tz = timezoneOf(st);
+        return {
+          file: st.config.file,
+          timezone: tz,
+          config_error: st.configError,
+          state_error: st.stateFault
+            ? `${st.stateFault.file} cannot be written since ${st.stateFault.since} (${st.stateFault.detail}); ${st.stateFault.skipped_fires} fires skipped`
+            : null,
+          last_tick: st.tickedMinute === null ? null : iso(st.tickedMinute),
+          jobs: st.config.jobs.map((j) => viewOf(j, st, last.get(j.name) ?? null, tz, now())),
+        };
+      },
+      Empty,
+    ),
 
-  mgmt.register(
-    'cron.describe',
-    async (params): Promise<CronDescribe> => {
-      const { name } = params as CronJobName;
-      const st = cron.state();
-      const job = jobNamed(st, name);
-      const [last] = await cron.history(name, 1);
-      const tz = timezoneOf(st);
-      return {
-        ...viewOf(job, st, last ?? null, tz, now()),
-        timezone: tz,
-        missed_minutes:
-          job.catchUp === 'latest'
-            ? 'After svcd was down, the most recent missed minute runs once when svcd starts again, unless the job is due in that minute anyway; earlier missed minutes are not run (catch_up = "latest").'
-            : 'Minutes missed while svcd is down are not caught up: after a restart the job next runs at its next scheduled minute (catch_up = "none"; set catch_up = "latest" to run the most recent missed minute once).',
-      };
-    },
-    CronJobName,
-  );
+    method(
+      'cron.describe',
+      async (params): Promise<CronDescribe> => {
+        const { name } = params as CronJobName;
+        const st = cron.state();
+        const job = jobNamed(st, name);
+        const [last] = await cron.history(name, 1);
+        const tz = timezoneOf(st);
+        return {
+          ...viewOf(job, st, last ?? null, tz, now()),
+          timezone: tz,
+          missed_minutes:
+            job.catchUp === 'latest'
+              ? 'After svcd was down, the most recent missed minute runs once when svcd starts again, unless the job is due in that minute anyway; earlier missed minutes are not run (catch_up = "latest").'
+              : 'Minutes missed while svcd is down are not caught up: after a restart the job next runs at its next scheduled minute (catch_up = "none"; set catch_up = "latest" to run the most recent missed minute once).',
+        };
+      },
+      CronJobName,
+    ),
 
-  mgmt.register(
-    'cron.history',
-    async (params): Promise<CronHistory> => {
-      const p = params as CronHistoryParams;
-      const items = await cron.history(p.name, p.limit ?? CRON_HISTORY_MAX);
-      // A job removed from cron.toml keeps its history; an unknown name with none is an error.
-      if (items.length === 0) jobNamed(cron.state(), p.name);
-      return { job: p.name, items };
-    },
-    CronHistoryParams,
-  );
+    method(
+      'cron.history',
+      async (params): Promise<CronHistory> => {
+        const p = params as CronHistoryParams;
+        const items = await cron.history(p.name, p.limit ?? CRON_HISTORY_MAX);
+        // A job removed from cron.toml keeps its history; an unknown name with none is an error.
+        if (items.length === 0) jobNamed(cron.state(), p.name);
+        return { job: p.name, items };
+      },
+      CronHistoryParams,
+    ),
 
-  mgmt.register('cron.reload', () => cron.reload(), Empty);
-  mgmt.register('cron.gc', () => cron.gc(), Empty);
+    method('cron.reload', () => cron.reload(), Empty),
+    method('cron.gc', () => cron.gc(), Empty),
+  ];
 }
 
 function jobNamed(st: CronState, name: string): CronJob {

@@ -4,8 +4,8 @@
 import { iso } from '../../lib/clock.js';
 import type { CronDispatch, CronFire, CronOutcome, CronSkipReason } from '../../protocol/cron.js';
 import { CRON_HISTORY_MAX } from '../../protocol/cron.js';
-import type { StateMigration } from '../context.js';
 import type { StateDb } from '../state/db.js';
+import type { StateMigration } from '../state/store.js';
 
 export interface CronTables {
   cron_dedup: { job: string; minute: number; created_at: number };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isSvcError } from '../../protocol/errors.js';
-import { parseSvcdConfig } from '../config/config.js';
 import { parseTomlText } from '../config/toml.js';
+import { parseSvcdConfig } from '../svcd-config.js';
 
 const FILE = '/home/op/.svc/svcd/config.toml';
 const parse = (text: string) => parseSvcdConfig(parseTomlText(FILE, text)).fanout;

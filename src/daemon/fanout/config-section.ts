@@ -4,7 +4,7 @@
 import { isIP } from 'node:net';
 import { isAbsolute } from 'node:path';
 import { EVENT_TYPES, type EventType } from '../../protocol/events.js';
-import type { ConfigSection } from '../config/config.js';
+import type { ConfigSection } from '../config/section.js';
 
 /** Where local consumers connect. A unix socket is the default: access = file mode 0600. */
 export type FanoutListen =

@@ -8,10 +8,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/support/daemon-ctx.js';
 import { waitFor } from '../../../test/support/poll.js';
 import type { FeedEvent } from '../../protocol/events.js';
-import { parseSvcdConfig } from '../config/config.js';
+import type { Component } from '../component.js';
 import { parseTomlText } from '../config/toml.js';
-import type { Component } from '../context.js';
+import { parseSvcdConfig } from '../svcd-config.js';
 import { createFanout, LocalSequence, upstreamUrl } from './fanout.js';
+import { fanoutMethods } from './methods.js';
 
 function event(id: string): FeedEvent {
   return {
@@ -74,7 +75,9 @@ describe('the fan-out component', () => {
 
   it('reports disabled and opens nothing when [fanout] is off', async () => {
     t = await makeTestDaemonContext();
-    fanout = createFanout(t.ctx, { config: parseSvcdConfig(parseTomlText('c.toml', '')).fanout });
+    const f = createFanout(t.ctx, { config: parseSvcdConfig(parseTomlText('c.toml', '')).fanout });
+    t.register(fanoutMethods(f));
+    fanout = f;
     await fanout.start();
     expect(await t.call('fanout.status')).toEqual({ enabled: false });
     expect(fanout.status?.()).toEqual({ enabled: false });
@@ -91,7 +94,9 @@ describe('the fan-out component', () => {
     const tower = `http://127.0.0.1:${closed}`;
     t.ctx.tower = { baseUrl: tower, request: () => Promise.reject(new Error('no tower')) };
     const config = parseSvcdConfig(parseTomlText('c.toml', '[fanout]\nenable = true')).fanout;
-    fanout = createFanout(t.ctx, { config, random: () => 0 });
+    const f = createFanout(t.ctx, { config, random: () => 0 });
+    t.register(fanoutMethods(f));
+    fanout = f;
     await fanout.start();
     const sock = join(t.ctx.paths.svcdDir, 'events.sock');
     expect(statSync(sock).mode & 0o777).toBe(0o600);

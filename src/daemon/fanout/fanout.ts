@@ -1,16 +1,19 @@
 // svcd's local fan-out (docs/fanout.md): the component that wires the upstream
 // follower, the rate-limit hold, the ring buffer, the local listener and the MQTT input, and
-// assigns every local event its id. mgmt.sock: `fanout.status` (svc system doctor reads it) and
-// `events.subscribe` (subscribe.ts).
+// assigns every local event its id. Its mgmt.sock methods are in methods.ts: `fanout.status`
+// (svc system doctor reads it) and `events.subscribe` (subscribe.ts).
 
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { iso } from '../../lib/clock.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { FeedEvent } from '../../protocol/events.js';
-import { loadSvcdConfig } from '../config/config.js';
-import type { Component, DaemonContext } from '../context.js';
+import type { Component } from '../component.js';
+import type { DaemonPaths } from '../paths.js';
+import type { StateStore } from '../state/store.js';
+import type { TowerApi } from '../tower-client/api.js';
 import type { FanoutConfig } from './config-section.js';
 import type { Entry, LocalEvent } from './consumer.js';
 import { RateHold } from './hold.js';
@@ -18,12 +21,22 @@ import type { FanoutListener } from './listener.js';
 import { MqttInput, type MqttMessage } from './mqtt.js';
 import { FanoutPosition } from './position.js';
 import { compareKeys, type EventKey, EventRing, formatEventKey, parseEventKey } from './ring.js';
-import { registerEventMethods } from './subscribe.js';
 import { Upstream } from './upstream.js';
 
+/** What the fan-out uses of svcd (daemon.ts passes its DaemonContext). */
+export interface FanoutContext {
+  clock: Clock;
+  log: Logger;
+  paths: Pick<DaemonPaths, 'svcdDir'>;
+  state: StateStore;
+  /** The upstream feed is the tower's /events/stream. */
+  tower: Pick<TowerApi, 'baseUrl'>;
+  identity: { node_id: string; jwt: string };
+}
+
 export interface FanoutDeps {
-  /** Config to use instead of reading config.toml (tests). */
-  config?: FanoutConfig;
+  /** [fanout] of config.toml, as read at svcd start. */
+  config: FanoutConfig;
   random?: () => number;
 }
 
@@ -119,7 +132,14 @@ export class LocalSequence {
   }
 }
 
-export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Component {
+export interface Fanout extends Component {
+  /** What fanout.status answers. */
+  details(): Record<string, unknown>;
+  /** The running listener; throws the SvcError to answer when there is none (off, starting). */
+  listener(): FanoutListener;
+}
+
+export function createFanout(ctx: FanoutContext, deps: FanoutDeps): Fanout {
   const log = ctx.log.child({ component: 'fanout' });
   let config: FanoutConfig | null = null;
   let ring: EventRing<LocalEvent> | null = null;
@@ -130,7 +150,7 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
   let tokenFile: string | null = null;
   let position: FanoutPosition | null = null;
 
-  function status() {
+  function details() {
     if (!config?.enable || !ring || !listener || !upstream || !hold) return { enabled: false };
     const oldest = ring.oldest();
     const newest = ring.newest();
@@ -160,9 +180,10 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
       mqtt: mqttIn?.status() ?? null,
     };
   }
-  ctx.mgmt.register('fanout.status', async () => status());
-  registerEventMethods(ctx.mgmt, {
-    listener: () => {
+  return {
+    name: 'fanout',
+    details,
+    listener() {
       if (config && !config.enable) {
         throw new SvcError(
           'unavailable',
@@ -172,12 +193,8 @@ export function createFanout(ctx: DaemonContext, deps: FanoutDeps = {}): Compone
       if (!listener) throw new SvcError('unavailable', 'svcd is still starting; retry');
       return listener;
     },
-  });
-
-  return {
-    name: 'fanout',
     async start() {
-      const c = deps.config ?? (await loadSvcdConfig(ctx.paths.configToml)).fanout;
+      const c = deps.config;
       config = c;
       if (!c.enable) return;
       const r = new EventRing<LocalEvent>(c.bufferEvents);

@@ -4,7 +4,7 @@
 // Written at most once a second (and at stop): after a crash the position may be up to a
 // second old, which repeats events upstream but never loses one.
 import type { Clock, TimerHandle } from '../../lib/clock.js';
-import type { StateMigration, StateStore } from '../context.js';
+import type { StateMigration, StateStore } from '../state/store.js';
 
 interface PositionTables {
   fanout_position: { id: number; last_event_id: string; updated_at: number };

@@ -11,11 +11,12 @@ import { silentLogger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { EventType, FeedEvent } from '../../protocol/events.js';
 import type { EventsNotification, EventsSubscribeResult } from '../../protocol/local-feed.js';
+import { registerMethods } from '../mgmt/method.js';
 import { MgmtServer } from '../mgmt/server.js';
 import { LocalSequence } from './fanout.js';
 import { FanoutListener, type LocalEvent } from './listener.js';
 import { EventRing } from './ring.js';
-import { registerEventMethods } from './subscribe.js';
+import { eventMethods } from './subscribe.js';
 
 function feedEvent(id: number, type: EventType, domain: string | null): FeedEvent {
   return {
@@ -48,13 +49,16 @@ async function setup(opts: { backlogLimit?: number; ring?: number; off?: boolean
     log: silentLogger(),
   });
   const server = new MgmtServer(silentLogger());
-  registerEventMethods(server, {
-    listener: () => {
-      if (opts.off) throw new SvcError('unavailable', 'the local fan-out is off');
-      return listener;
-    },
-    ...(opts.backlogLimit !== undefined ? { backlogLimit: opts.backlogLimit } : {}),
-  });
+  registerMethods(
+    server,
+    eventMethods({
+      listener: () => {
+        if (opts.off) throw new SvcError('unavailable', 'the local fan-out is off');
+        return listener;
+      },
+      ...(opts.backlogLimit !== undefined ? { backlogLimit: opts.backlogLimit } : {}),
+    }),
+  );
   await server.listen(sock);
   cleanups.push(
     () => tmp.remove(),

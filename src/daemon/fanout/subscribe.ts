@@ -10,7 +10,7 @@ import {
   type EventsSubscribeResult,
   EventsUnsubscribeParams,
 } from '../../protocol/local-feed.js';
-import type { MethodRegistry } from '../context.js';
+import { type MgmtMethod, method } from '../mgmt/method.js';
 import { CONSUMER_BUFFER_LIMIT, type Consumer, type Entry } from './consumer.js';
 import type { FanoutListener } from './listener.js';
 import { parseEventKey } from './ring.js';
@@ -24,13 +24,13 @@ export interface EventMethodsOptions {
 
 type Stream = (reason: EventsEndReason) => void;
 
-export function registerEventMethods(mgmt: MethodRegistry, opts: EventMethodsOptions): void {
+export function eventMethods(opts: EventMethodsOptions): MgmtMethod[] {
   const limit = opts.backlogLimit ?? CONSUMER_BUFFER_LIMIT;
   // Open streams per connection (call.signal is the connection's), by the subscribing request's
   // id: a client ends only its own.
   const open = new WeakMap<AbortSignal, Map<string | number, Stream>>();
 
-  mgmt.register(
+  const subscribe = method(
     'events.subscribe',
     async (params, call): Promise<EventsSubscribeResult> => {
       const p = params as EventsSubscribeParams;
@@ -115,7 +115,7 @@ export function registerEventMethods(mgmt: MethodRegistry, opts: EventMethodsOpt
     EventsSubscribeParams,
   );
 
-  mgmt.register(
+  const unsubscribe = method(
     'events.unsubscribe',
     async (params, call) => {
       const { subscription } = params as EventsUnsubscribeParams;
@@ -131,4 +131,5 @@ export function registerEventMethods(mgmt: MethodRegistry, opts: EventMethodsOpt
     },
     EventsUnsubscribeParams,
   );
+  return [subscribe, unsubscribe];
 }

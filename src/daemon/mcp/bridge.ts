@@ -1,10 +1,14 @@
-// The MCP bridge of svcd: mgmt.sock `mcp.call` (validate, then forward to the tower's
-// /mcp/call with the node JWT) and `mcp.tools` (the tools and the argument schemas in force),
-// which `svcd mcp` serves to agents over stdio. Deciding is validate/'s; this is the shell.
+// The MCP bridge of svcd: `call` (validate, then forward to the tower's /mcp/call with the
+// node JWT) and `tools` (the tools and the argument schemas in force), which `svcd mcp` serves
+// to agents over stdio through mgmt.sock (methods.ts). Deciding is validate/'s; this is the shell.
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
-import { McpCall } from '../../protocol/mesh.js';
+import type { McpCall } from '../../protocol/mesh.js';
 import { type LoadedSchemaPack, loadSchemaPack } from '../../protocol/schema-pack.js';
-import type { Component, DaemonContext } from '../context.js';
+import type { Component } from '../component.js';
+import type { TowerApi } from '../tower-client/api.js';
+import type { EventOutbox } from '../tower-client/outbox.js';
 import { type Booster, embeddedBooster, loadBooster } from '../validate/booster.js';
 import { createToolCallValidation, type ToolCallValidation } from '../validate/pipeline.js';
 import { describeTools, type McpToolDescription } from './tools.js';
@@ -24,7 +28,28 @@ export interface McpCallReply {
 /** What a short-circuited call answers: success, with no tower result. */
 export const BOOSTER_ANSWER = { ok: true } as const;
 
-export function createMcpBridge(ctx: DaemonContext, opts: { boosterWasm?: string | undefined }): Component {
+/** What the bridge uses of svcd (daemon.ts passes its DaemonContext). */
+export interface McpBridgeContext {
+  clock: Clock;
+  log: Logger;
+  /** SVC_SCHEMA_PACK_FILE: a schema pack instead of the built-in one. */
+  env: NodeJS.ProcessEnv;
+  tower: TowerApi;
+  /** Validation telemetry goes to the feed. */
+  events: EventOutbox;
+}
+
+export interface McpBridge extends Component {
+  /** mcp.call: the verdict first; a call it lets through goes to the tower. */
+  call(call: McpCall): Promise<McpCallReply>;
+  /** mcp.tools */
+  tools(): McpToolsReply;
+}
+
+export function createMcpBridge(
+  ctx: McpBridgeContext,
+  opts: { boosterWasm?: string | undefined },
+): McpBridge {
   const log = ctx.log.child({ component: 'validate' });
   let loaded: LoadedSchemaPack | null = null;
   let booster: Booster | null = null;
@@ -38,10 +63,9 @@ export function createMcpBridge(ctx: DaemonContext, opts: { boosterWasm?: string
     return { validation, loaded, booster };
   };
 
-  ctx.mgmt.register(
-    'mcp.call',
-    async (params): Promise<McpCallReply> => {
-      const { tool, args } = params as McpCall;
+  return {
+    name: 'mcp',
+    async call({ tool, args }) {
       const v = ready().validation;
       calls++;
       if ((await v.check(tool, args)) === 'answer') {
@@ -51,20 +75,14 @@ export function createMcpBridge(ctx: DaemonContext, opts: { boosterWasm?: string
       const reply = await ctx.tower.request<{ result: unknown }>('POST', '/mcp/call', { tool, args });
       return { result: reply.result, answered_by: 'tower' };
     },
-    McpCall,
-  );
-
-  ctx.mgmt.register('mcp.tools', async (): Promise<McpToolsReply> => {
-    const r = ready();
-    return {
-      tools: describeTools(r.loaded.pack.pack.tools),
-      schema_pack: r.loaded.pack.source,
-      booster: r.booster.source,
-    };
-  });
-
-  return {
-    name: 'mcp',
+    tools() {
+      const r = ready();
+      return {
+        tools: describeTools(r.loaded.pack.pack.tools),
+        schema_pack: r.loaded.pack.source,
+        booster: r.booster.source,
+      };
+    },
     async start() {
       loaded = await loadSchemaPack(ctx.env.SVC_SCHEMA_PACK_FILE || undefined, log);
       booster = opts.boosterWasm

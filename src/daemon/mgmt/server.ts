@@ -28,8 +28,8 @@ import {
   type RpcErrorObject,
   rpcErrorOf,
 } from '../../protocol/mgmt.js';
-import type { CallContext, MethodHandler, MethodRegistry } from '../context.js';
 import { listenUnix, type UnixListener } from '../sockets.js';
+import type { CallContext, MethodHandler, MethodRegistry } from './method.js';
 
 type Ajv = AjvModule.default;
 /** The first error of a params check, or null when the params are valid. */

@@ -5,6 +5,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Clock } from '../../lib/clock.js';
 
+/** How a process ended: its exit code, or the signal that killed it. */
+export interface ExitInfo {
+  code: number | null;
+  signal: string | null;
+}
+
 /** How often a stopping group is checked for exit. */
 const EXIT_POLL_MS = 25;
 /** After SIGKILL, how long to wait for the kernel to tear the group down. */

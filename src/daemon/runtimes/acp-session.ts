@@ -8,7 +8,7 @@ import { Readable, Writable } from 'node:stream';
 import type * as AcpSdk from '@agentclientprotocol/sdk';
 import type { Clock } from '../../lib/clock.js';
 import { SvcError } from '../../protocol/errors.js';
-import { spawnGroup, stopGroup } from '../process/group.js';
+import { type ExitInfo, spawnGroup, stopGroup } from '../process/group.js';
 import { OutputTail, type RotatingLog } from '../process/rotating-log.js';
 import { ProgressCoalescer, type ProgressUpdate, progressOfAcpUpdate } from './progress.js';
 
@@ -34,11 +34,6 @@ export interface AcpSessionOptions {
   /** Updates that arrive while no prompt is running. */
   onProgress?(u: ProgressUpdate): void;
   onExit?(e: ExitInfo): void;
-}
-
-export interface ExitInfo {
-  code: number | null;
-  signal: string | null;
 }
 
 export interface PromptOutcome {

@@ -1,5 +1,5 @@
 // alpha_code: a one-shot, non-interactive CLI invocation per prompt (docs/agents.md).
-import type { RuntimeDefinition } from './kinds.js';
+import type { RuntimeDefinition } from './definition.js';
 
 export const alphaCode: RuntimeDefinition = {
   kind: 'alpha_code',

@@ -1,5 +1,5 @@
 // beta_cli: the command-line coding agent of a second vendor, run once per prompt.
-import type { RuntimeDefinition } from './kinds.js';
+import type { RuntimeDefinition } from './definition.js';
 
 export const betaCli: RuntimeDefinition = {
   kind: 'beta_cli',

@@ -1,5 +1,5 @@
 // gamma_cli: the command-line agent of a third vendor, run once per prompt.
-import type { RuntimeDefinition } from './kinds.js';
+import type { RuntimeDefinition } from './definition.js';
 
 export const gammaCli: RuntimeDefinition = {
   kind: 'gamma_cli',

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/poll.js';
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { systemClock } from '../../lib/clock.js';
-import { defaultSvcdConfig } from '../config/config.js';
 import { SessionRegistry } from '../secrets/index.js';
+import { defaultSvcdConfig } from '../svcd-config.js';
 import type { ProgressUpdate } from './progress.js';
 import { createRuntimeRunner, type RunResult, type RuntimeRunner, withSudoHint } from './runner.js';
 

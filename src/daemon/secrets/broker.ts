@@ -6,8 +6,9 @@ import type { Logger } from '../../lib/log.js';
 import { isSvcError } from '../../protocol/errors.js';
 import type { BrokerErrorCode, BrokerReply, SecretFetched } from '../../protocol/secrets.js';
 import { parseBrokerRequest } from '../../protocol/secrets.js';
-import type { SecretSessions, TowerApi } from '../context.js';
+import type { TowerApi } from '../tower-client/api.js';
 import type { SecretCache } from './cache.js';
+import type { SecretSessions } from './sessions.js';
 
 export interface BrokerDeps {
   sessions: Pick<SecretSessions, 'resolve'>;

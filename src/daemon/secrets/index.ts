@@ -1,14 +1,19 @@
 // The secrets broker as a svcd component: serves secrets.sock (0600, in the 0700 svcd
 // directory) for agent subprocesses. Sessions are minted through ctx.secrets by whoever
 // starts agents; values are fetched from the tower per request and live only in memory.
+import type { Clock } from '../../lib/clock.js';
 import { parseDuration } from '../../lib/duration.js';
+import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import { type BrokerReply, MAX_BROKER_REQUEST_BYTES } from '../../protocol/secrets.js';
-import type { Component, DaemonContext } from '../context.js';
+import type { Component } from '../component.js';
+import type { DaemonPaths } from '../paths.js';
 import { listenUnix, type UnixListener } from '../sockets.js';
+import type { TowerApi } from '../tower-client/api.js';
 import { answer, type BrokerDeps } from './broker.js';
 import { SecretCache } from './cache.js';
 import { serveConnection } from './connection.js';
+import type { SecretSessions } from './sessions.js';
 
 export { SessionRegistry } from './sessions.js';
 
@@ -44,11 +49,26 @@ export function brokerOptionsFromEnv(env: NodeJS.ProcessEnv): SecretsBrokerOptio
   }
 }
 
+/** What the broker uses of svcd (daemon.ts passes its DaemonContext). */
+export interface SecretsBrokerContext {
+  clock: Clock;
+  log: Logger;
+  paths: Pick<DaemonPaths, 'secretsSock'>;
+  /** SVC_SECRETS_CACHE_TTL, when no options are given. */
+  env: NodeJS.ProcessEnv;
+  tower: TowerApi;
+  /** The sessions agents present on secrets.sock. */
+  secrets: SecretSessions;
+}
+
 export interface SecretsBroker extends Component {
   readonly socketPath: string;
 }
 
-export function createSecretsBroker(ctx: DaemonContext, options?: SecretsBrokerOptions): SecretsBroker {
+export function createSecretsBroker(
+  ctx: SecretsBrokerContext,
+  options?: SecretsBrokerOptions,
+): SecretsBroker {
   const opts = { ...BROKER_DEFAULTS, ...(options ?? brokerOptionsFromEnv(ctx.env)) };
   const log = ctx.log.child({ component: 'secrets' });
   const cache = opts.cacheTtlMs ? new SecretCache(ctx.clock, opts.cacheTtlMs) : null;

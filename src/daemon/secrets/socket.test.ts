@@ -12,8 +12,9 @@ import { type Clock, FakeClock, systemClock } from '../../lib/clock.js';
 import { silentLogger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import { BROKER_ERROR_CODES, type BrokerReply, type SecretFetched } from '../../protocol/secrets.js';
-import type { DaemonContext, TowerApi } from '../context.js';
+import type { DaemonContext } from '../context.js';
 import { daemonPaths } from '../paths.js';
+import type { TowerApi } from '../tower-client/api.js';
 import { createSecretsBroker, type SecretsBroker, type SecretsBrokerOptions } from './index.js';
 import { SessionRegistry } from './sessions.js';
 
@@ -46,7 +47,6 @@ function fakeContext(home: string, clock: Clock): DaemonContext {
     state: undefined as unknown as DaemonContext['state'],
     tower: fakeTower(),
     events: { publish: async () => {} },
-    mgmt: { register: () => {} },
     secrets: new SessionRegistry(paths.secretsSock),
     control: fakeControl(),
     shutdown: new AbortController().signal,

@@ -4,8 +4,23 @@ import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { ensurePrivateFile, refuseSharedFiles } from '../../lib/private-files.js';
 import { openSqlite } from '../../lib/sqlite.js';
-import type { StateMigration, StateStore } from '../context.js';
+import type { StateDb } from './db.js';
 import { stateDbOf } from './db.js';
+
+export interface StateMigration {
+  version: number;
+  name: string;
+  /** Runs inside the migration's transaction. */
+  up(db: StateDb): void;
+}
+
+/** state.db: one SQLite file shared by components, each with its own tables. */
+export interface StateStore {
+  /** Plain SQL on the file; each component types its own rows. */
+  db: StateDb;
+  /** Applies a component's migrations once, tracked per component name. */
+  migrate(component: string, migrations: StateMigration[]): Promise<void>;
+}
 
 export interface OpenStateStore extends StateStore {
   close(): Promise<void>;

@@ -4,10 +4,10 @@
 // file only when it parses completely, so a bad edit never disturbs running agents.
 import { isAbsolute } from 'node:path';
 import { RUNTIME_KINDS, type RuntimeKind } from '../../protocol/runtimes.js';
-import { readTimeOfDay, type TimeOfDay } from '../config/supervisor-section.js';
 import { readTomlFile, rootReader, type TomlDoc } from '../config/toml.js';
 import { RUNTIMES } from '../runtimes/kinds.js';
 import { PLACEHOLDERS, unknownPlaceholder } from '../runtimes/template.js';
+import { readTimeOfDay, type TimeOfDay } from './config-section.js';
 
 export const BACKEND_KINDS = ['process', 'tmux', 'systemd'] as const;
 export type BackendKind = (typeof BACKEND_KINDS)[number];

@@ -3,7 +3,7 @@
 // not exist that night (spring forward) fires at the first valid minute after it, and a
 // time that occurs twice (fall back) fires once.
 import { Cron } from 'croner';
-import type { TimeOfDay } from '../config/supervisor-section.js';
+import type { TimeOfDay } from './config-section.js';
 
 /** The first occurrence of `tod` strictly after `afterMs`. */
 export function nextNightly(afterMs: number, tod: TimeOfDay, timezone: string | null): number {

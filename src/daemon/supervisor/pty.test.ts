@@ -6,9 +6,9 @@ import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/sup
 import { waitFor } from '../../../test/support/poll.js';
 import { psGroup } from '../../../test/support/ps.js';
 import { FakeClock } from '../../lib/clock.js';
-import { defaultSvcdConfig } from '../config/config.js';
+import type { AgentTerminal } from '../process/terminal.js';
+import { defaultSvcdConfig } from '../svcd-config.js';
 import { createSupervisor, type Supervisor } from './supervisor.js';
-import type { AgentTerminal } from './terminal.js';
 
 let t: TestDaemonContext | null = null;
 let sup: Supervisor | null = null;

@@ -1,7 +1,7 @@
 // What the supervisor keeps in state.db across svcd restarts: per agent, whether it is
 // paused, which unit and pid it last ran (to re-adopt or reap it), its restart count; and a
 // short history of watchdog and operator actions for `supervise status`.
-import type { StateMigration, StateStore } from '../context.js';
+import type { StateMigration, StateStore } from '../state/store.js';
 
 export interface SupervisorTables {
   supervisor_agents: {

@@ -9,8 +9,9 @@ import { isAlive, psGroup } from '../../../test/support/ps.js';
 import { FakeClock } from '../../lib/clock.js';
 import type { AgentStatus } from '../../protocol/agents.js';
 import { isSvcError } from '../../protocol/errors.js';
-import { defaultSvcdConfig, type SvcdConfig } from '../config/config.js';
 import type { SessionRegistry } from '../secrets/index.js';
+import { defaultSvcdConfig, loadSvcdConfig, type SvcdConfig } from '../svcd-config.js';
+import { agentMethods } from './methods.js';
 import { createSupervisor, type Supervisor } from './supervisor.js';
 
 const S = 1000;
@@ -29,6 +30,8 @@ async function harness(
   agentsToml: string,
   tune: (c: SvcdConfig) => void = () => {},
   start = T0,
+  /** agent.reload re-reads $SVC_HOME/svcd/config.toml, as in svcd (default: keeps the first). */
+  rereadConfig = false,
 ): Promise<Harness> {
   const clock = new FakeClock(start);
   const t = await makeTestDaemonContext({ clock });
@@ -37,7 +40,12 @@ async function harness(
   config.supervisor.stopGraceMs = 2000;
   tune(config);
   const sessions = t.ctx.secrets as SessionRegistry;
-  const sup = createSupervisor(t.ctx, { config, userBus: false });
+  const sup = createSupervisor(t.ctx, {
+    config,
+    userBus: false,
+    ...(rereadConfig ? { reloadConfig: () => loadSvcdConfig(t.ctx.paths.configToml) } : {}),
+  });
+  t.register(agentMethods(sup));
   await sup.start();
   const h = { t, clock, sup, sessions };
   open.push(h);
@@ -175,7 +183,6 @@ describe('supervisor with the process backend', () => {
     await h.sup.pauseAgent('sleeper');
     await h.sup.stop();
     open = open.filter((x) => x !== h);
-    h.t.ctx.mgmt = { register() {} }; // the first supervisor's methods are still registered
     const again = createSupervisor(h.t.ctx, { config: defaultSvcdConfig(), userBus: false });
     await again.start();
     try {
@@ -448,5 +455,38 @@ command = ["sleep", "603"]
       changed: [],
       unchanged: ['sleeper', 'new'],
     });
+  });
+  it('re-reads config.toml: an invalid file leaves the old one in force, naming file, line and field', async () => {
+    const h = await harness(SLEEPER, () => {}, T0, true);
+    const file = h.t.ctx.paths.configToml;
+    const pid = status(h, 'sleeper').pid;
+    writeFileSync(file, '[watchdog]\nnightly_restart = "03:00"\ntimezone = "UTC"\n');
+    expect(await h.t.call('agent.reload')).toEqual({
+      added: [],
+      removed: [],
+      changed: [],
+      unchanged: ['sleeper'],
+    });
+    expect(status(h, 'sleeper')).toMatchObject({ pid, next_nightly_restart_at: '2025-06-11T03:00:00.000Z' });
+
+    writeFileSync(file, '[watchdog]\nnightly_restart = "04:00"\ntimezone = "UTC"\npoll = 60\n');
+    const err = await h.t.call('agent.reload').catch((e: unknown) => e);
+    expect(isSvcError(err) && [err.code, err.message]).toEqual([
+      'config_invalid',
+      `${file}:4: watchdog.poll: must be a string, got number 60`,
+    ]);
+    expect(status(h, 'sleeper')).toMatchObject({ pid, next_nightly_restart_at: '2025-06-11T03:00:00.000Z' });
+
+    // A new template for its runtime kind restarts the agent; the watchdog is back to defaults.
+    writeFileSync(file, '[runtime.alpha_code]\ncommand = ["sleep", "{prompt}"]\n');
+    expect(await h.t.call('agent.reload')).toEqual({
+      added: [],
+      removed: [],
+      changed: ['sleeper'],
+      unchanged: [],
+    });
+    const after = status(h, 'sleeper');
+    expect(after).toMatchObject({ state: 'running', next_nightly_restart_at: null });
+    expect(after.pid).not.toBe(pid);
   });
 });

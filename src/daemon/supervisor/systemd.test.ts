@@ -6,10 +6,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/support/daemon-ctx.js';
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { FakeClock } from '../../lib/clock.js';
-import { defaultSvcdConfig } from '../config/config.js';
+import { defaultSvcdConfig } from '../svcd-config.js';
+import { chooseBackend } from './agent.js';
 import type { AgentSpec } from './agents-file.js';
 import { systemdQuote } from './backends/systemd.js';
-import { chooseBackend, createSupervisor, type Supervisor } from './supervisor.js';
+import { createSupervisor, type Supervisor } from './supervisor.js';
 
 const FAKE_SYSTEMCTL = `#!/bin/sh
 # Records every call; keeps unit states in files; answers like systemctl --user would.
@@ -138,7 +139,6 @@ env = { MODE = "prod" }
     await sup.stop();
     sups.length = 0;
     expect(calls().length).toBe(10);
-    t.ctx.mgmt = { register() {} };
     const again = await start();
     expect(calls().slice(10)).toEqual([
       '--user is-active svc-agent-web.service',

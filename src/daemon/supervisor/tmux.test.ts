@@ -8,7 +8,7 @@ import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/sup
 import { waitFor } from '../../../test/support/poll.js';
 import { isAlive, psGroup } from '../../../test/support/ps.js';
 import { FakeClock } from '../../lib/clock.js';
-import { defaultSvcdConfig } from '../config/config.js';
+import { defaultSvcdConfig } from '../svcd-config.js';
 import { tmuxSocketOf } from './backends/tmux.js';
 import { createSupervisor, type Supervisor } from './supervisor.js';
 
@@ -80,7 +80,6 @@ describe('tmux backend (mux_hosted)', () => {
     sups.length = 0;
     expect(isAlive(panePid)).toBe(true);
 
-    t.ctx.mgmt = { register() {} };
     const second = supervisor(t);
     await second.start();
     const s2 = await second.agentStatus('pane');

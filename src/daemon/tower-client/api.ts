@@ -1,7 +1,12 @@
 // svcd's HTTP client for the tower, authenticated with the node JWT.
 import { HttpTransportError, requestJson } from '../../lib/http.js';
 import { errorFromProblem, SvcError } from '../../protocol/errors.js';
-import type { TowerApi } from '../context.js';
+
+/** The tower's HTTP API, called with the node JWT. Errors are SvcErrors (tower_unreachable …). */
+export interface TowerApi {
+  readonly baseUrl: string;
+  request<T>(method: string, path: string, body?: unknown): Promise<T>;
+}
 
 export function createTowerApi(baseUrl: string, jwt: string): TowerApi {
   return {

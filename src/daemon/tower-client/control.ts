@@ -24,7 +24,7 @@ import {
   TOWER_TO_NODE,
   type TowerToNode,
 } from '../../protocol/control.js';
-import type { Component } from '../context.js';
+import type { Component } from '../component.js';
 
 type MessageOf<T extends TowerToNode['type']> = Extract<TowerToNode, { type: T }>;
 

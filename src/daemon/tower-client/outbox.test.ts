@@ -7,8 +7,8 @@ import { makeTempDir } from '../../../test/support/tmp.js';
 import { FakeClock } from '../../lib/clock.js';
 import { silentLogger } from '../../lib/log.js';
 import type { NewEvent } from '../../protocol/events.js';
-import type { TowerApi } from '../context.js';
 import { type OpenStateStore, openStateStore } from '../state/store.js';
+import type { TowerApi } from './api.js';
 import { createOutbox, type Outbox } from './outbox.js';
 
 let tmp: { dir: string; remove(): void };

@@ -9,7 +9,19 @@ import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/log.js';
 import type { NewEvent } from '../../protocol/events.js';
-import type { Component, EventOutbox, StateMigration, StateStore, TowerApi } from '../context.js';
+import type { Component } from '../component.js';
+import type { StateMigration, StateStore } from '../state/store.js';
+import type { TowerApi } from './api.js';
+
+/**
+ * Events the daemon reports to the tower feed (watchdog restarts, cron fires, attach
+ * sessions, progress). publish() resolves once the event is in the durable outbox in
+ * state.db; delivery retries until the tower has it, so a tower outage loses none, and the
+ * tower de-duplicates retries by the event's key.
+ */
+export interface EventOutbox {
+  publish(event: NewEvent): Promise<void>;
+}
 
 interface OutboxTables {
   outbox: { seq: number | null; key: string; event: string; created_at: string };

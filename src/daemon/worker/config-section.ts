@@ -1,6 +1,6 @@
 // [worker] table of config.toml (docs/worker.md): claim-loop and subagent defaults.
 // `svc run --max-concurrent` overrides max_concurrent per loop.
-import type { ConfigSection } from '../config/config.js';
+import type { ConfigSection } from '../config/section.js';
 
 export const CLEANUP_CHOICES = ['always', 'on_success', 'never'] as const;
 export type CleanupPolicy = (typeof CLEANUP_CHOICES)[number];

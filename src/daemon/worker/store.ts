@@ -2,7 +2,7 @@
 // restarts) and the subagent runs in flight (process group + run marker), so a restarted svcd
 // can kill subagents a crashed one left behind instead of letting them run unsupervised.
 import type { RuntimeKind } from '../../protocol/runtimes.js';
-import type { StateMigration, StateStore } from '../context.js';
+import type { StateMigration, StateStore } from '../state/store.js';
 
 export interface WorkerTables {
   worker_loops: {

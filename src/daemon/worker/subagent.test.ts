@@ -11,10 +11,10 @@ import { systemClock } from '../../lib/clock.js';
 import { silentLogger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { RuntimeKind } from '../../protocol/runtimes.js';
-import { defaultSvcdConfig } from '../config/config.js';
 import { groupAlive } from '../process/group.js';
 import { createRuntimeRunner, type RuntimeRunner } from '../runtimes/runner.js';
 import { SessionRegistry } from '../secrets/index.js';
+import { defaultSvcdConfig } from '../svcd-config.js';
 import { failureReason, runSubagent, type SubagentDeps, taskPrompt } from './subagent.js';
 
 describe('subagent executor', () => {

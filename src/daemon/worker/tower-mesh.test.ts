@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SvcError } from '../../protocol/errors.js';
-import type { TowerApi } from '../context.js';
+import type { TowerApi } from '../tower-client/api.js';
 import { isLeaseLost } from './mesh-api.js';
 import { createTowerMesh } from './tower-mesh.js';
 

@@ -2,7 +2,7 @@
 // and the mission record for its repository (cached: a mission's repository rarely moves,
 // and a claim storm must not turn into a GET per task).
 import type { Claimed } from '../../protocol/mesh.js';
-import type { TowerApi } from '../context.js';
+import type { TowerApi } from '../tower-client/api.js';
 import type { Lease, MeshWorkApi } from './mesh-api.js';
 
 /** report_progress and fail_mesh_task take at most this much text. */

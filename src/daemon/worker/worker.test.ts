@@ -6,9 +6,10 @@ import type { FakeControl } from '../../../test/support/control.js';
 import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/support/daemon-ctx.js';
 import { FakeMesh } from '../../../test/support/fake-mesh.js';
 import { waitFor } from '../../../test/support/poll.js';
-import { defaultSvcdConfig } from '../config/config.js';
 import { groupAlive, spawnGroup, UNIT_MARKER_ENV } from '../process/group.js';
 import { createRuntimeRunner } from '../runtimes/runner.js';
+import { defaultSvcdConfig } from '../svcd-config.js';
+import { workerMethods } from './methods.js';
 import { createWorkerStore } from './store.js';
 import { createWorker, type Worker } from './worker.js';
 
@@ -54,7 +55,9 @@ describe('worker component', () => {
       stopGraceMs: 2000,
     });
     const make = () => {
-      const w = createWorker(ctx, () => runner, { api: mesh, config });
+      const w = createWorker(ctx, () => runner, { api: mesh, config: config.worker, stopGraceMs: 2000 });
+      // mgmt.sock answers with the test's first worker.
+      if (workers.length === 0) t!.register(workerMethods(w));
       workers.push(w);
       return w;
     };

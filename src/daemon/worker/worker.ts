@@ -1,93 +1,81 @@
 // The task worker (docs/worker.md): `svc run <runtime> --domain D` starts a work loop
 // (claim-loop.ts) for an agent of this node enrolled in D; each claimed task runs in an
-// ephemeral subagent (subagent.ts). This file is the component: mgmt methods, control-channel
-// wake-ups and cancels, loops kept in state.db and resumed at start, and recovery: subagents
+// ephemeral subagent (subagent.ts). This file is the component: the operations behind its
+// mgmt.sock methods (methods.ts), control-channel wake-ups and cancels, loops kept in state.db and resumed at start, and recovery: subagents
 // a crashed svcd left running are killed at start (their tasks come back when leases expire).
 
 import type { Clock } from '../../lib/clock.js';
 import { iso, systemClock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { Agent } from '../../protocol/mesh.js';
-import { type RuntimeKind, RuntimeKindSchema } from '../../protocol/runtimes.js';
-import { type Static, Type } from '../../protocol/type.js';
-import { loadSvcdConfig, type SvcdConfig } from '../config/config.js';
-import type { CallContext, Component, DaemonContext } from '../context.js';
+import type { RuntimeKind } from '../../protocol/runtimes.js';
+import type { AgentEnrollParams, WorkerEvent, WorkerRef, WorkerStartParams } from '../../protocol/worker.js';
+import type { Component } from '../component.js';
+import type { CallContext } from '../mgmt/method.js';
+import type { DaemonPaths } from '../paths.js';
 import { reapOrphanGroup } from '../process/group.js';
 import { withoutCredentials } from '../runtimes/env.js';
 import type { RuntimeRunner } from '../runtimes/runner.js';
+import type { StateStore } from '../state/store.js';
+import type { TowerApi } from '../tower-client/api.js';
+import type { ControlChannel } from '../tower-client/control.js';
 import { ClaimLoop, type ClaimLoopStatus } from './claim-loop.js';
+import type { WorkerConfig } from './config-section.js';
 import type { MeshWorkApi } from './mesh-api.js';
 import { createWorkerStore, type LoopRow } from './store.js';
 import { runSubagent, type SubagentOutcome } from './subagent.js';
 import { createTowerMesh } from './tower-mesh.js';
-
-export const WorkerStartParams = Type.Object(
-  {
-    runtime: RuntimeKindSchema,
-    domain_id: Type.String({ minLength: 1, maxLength: 100 }),
-    max_concurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
-    capabilities: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100 })),
-    poll_seconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 3600 })),
-    timeout_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 86_400 })),
-    /** false: ignore task_ready and find work by polling only (diagnostics). */
-    task_ready: Type.Optional(Type.Boolean()),
-  },
-  { additionalProperties: false },
-);
-export type WorkerStartParams = Static<typeof WorkerStartParams>;
-
-export const AgentEnrollParams = Type.Object(
-  {
-    domain_id: Type.String({ minLength: 1, maxLength: 100 }),
-    runtime: RuntimeKindSchema,
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    capabilities: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100 })),
-  },
-  { additionalProperties: false },
-);
-export type AgentEnrollParams = Static<typeof AgentEnrollParams>;
-
-const WorkerRef = Type.Object(
-  {
-    runtime: Type.Optional(RuntimeKindSchema),
-    domain_id: Type.Optional(Type.String()),
-    /** Stop running subagents now instead of letting them finish (their tasks are re-queued
-     *  by the tower when their leases expire). */
-    now: Type.Optional(Type.Boolean()),
-  },
-  { additionalProperties: false },
-);
-type WorkerRef = Static<typeof WorkerRef>;
-
-/** What `svc run --foreground` and worker.follow stream. */
-export interface WorkerEvent {
-  at: string;
-  loop: string;
-  type: 'claimed' | 'progress' | 'completed' | 'failed' | 'cancelled' | 'abandoned' | 'stopped';
-  task_id?: string;
-  title?: string;
-  message?: string;
-}
 
 interface Loop {
   row: LoopRow;
   claims: ClaimLoop;
 }
 
+/** The component, and what its mgmt.sock methods (methods.ts) call. */
 export interface Worker extends Component {
-  start(): Promise<void>;
+  /** agent.enroll: a new agent of this node on the tower. */
+  enroll(p: AgentEnrollParams): Promise<Agent>;
+  /** worker.start: a work loop for runtime@domain (an existing one is woken and resized). */
+  startLoop(p: WorkerStartParams): Promise<LoopStatus>;
+  /** worker.stop: drains (or, with now, stops) the loops `ref` selects. */
+  stopLoops(ref: WorkerRef): Promise<{ stopped: LoopStatus[] }>;
+  /** worker.status */
+  loops(): { loops: LoopStatus[] };
+  /** worker.follow: streams WorkerEvents to the caller until it or svcd goes away. */
+  follow(ref: WorkerRef, call: CallContext): Promise<unknown>;
+}
+
+export type LoopStatus = ReturnType<typeof loopStatus>;
+
+/** What the worker uses of svcd (daemon.ts passes its DaemonContext). */
+export interface WorkerContext {
+  clock: Clock;
+  log: Logger;
+  paths: Pick<DaemonPaths, 'workDir'>;
+  /** svcd's environment (credentials are stripped before git and subagents see it). */
+  env: NodeJS.ProcessEnv;
+  state: StateStore;
+  tower: TowerApi;
+  /** task_ready and task_cancelled arrive here; agents' presence goes out. */
+  control: Pick<ControlChannel, 'on' | 'setAgentStatus'>;
+  identity: { node_id: string };
+  /** Aborted when svcd begins shutting down (ends worker.follow streams). */
+  shutdown: AbortSignal;
 }
 
 export interface WorkerDeps {
   /** The mesh (default: the tower over ctx.tower). */
   api?: MeshWorkApi;
-  /** Use this configuration instead of reading config.toml (tests). */
-  config?: SvcdConfig;
+  /** [worker] of config.toml, as read at svcd start. */
+  config: WorkerConfig;
+  /** [supervisor] stop_grace: SIGTERM → SIGKILL when orphaned subagents are reaped. */
+  stopGraceMs: number;
   /** Real-time waits for process exits when reaping orphans. */
   waits?: Clock;
 }
 
-export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, deps: WorkerDeps = {}): Worker {
+export function createWorker(ctx: WorkerContext, runner: () => RuntimeRunner, deps: WorkerDeps): Worker {
   const log = ctx.log.child({ component: 'worker' });
   const store = createWorkerStore(ctx.state);
   const tower = deps.api ?? createTowerMesh(ctx.tower);
@@ -97,16 +85,12 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
   const draining = new Set<ClaimLoop>();
   const unsubscribe: (() => void)[] = [];
   const gitEnv = withoutCredentials(ctx.env);
-  let config: SvcdConfig | null = deps.config ?? null;
+  const config = deps.config;
 
   const emit = (e: Omit<WorkerEvent, 'at'>) => {
     if (followers.size === 0) return;
     const ev = { at: iso(ctx.clock.now()), ...e };
     for (const f of followers) f(ev);
-  };
-  const cfg = () => {
-    if (!config) throw new Error('worker not started');
-    return config;
   };
   /** The tower mesh, with progress also told to followers. */
   const api = (key: string): MeshWorkApi => ({
@@ -141,7 +125,7 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
   }
 
   function startLoop(row: LoopRow): Loop {
-    const c = cfg().worker;
+    const c = config;
     // Presence on the tower: idle while the loop waits for work, busy while a subagent runs,
     // errored while claims fail (the tower refuses or cannot be reached).
     let running = 0;
@@ -229,26 +213,7 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
     return loop;
   }
 
-  function statusOf(l: Loop) {
-    const s: ClaimLoopStatus = l.claims.status();
-    return {
-      runtime: l.row.runtime,
-      domain_id: l.row.domain_id,
-      agent_id: l.row.agent_id,
-      max_concurrent: s.max_concurrent,
-      poll_seconds: l.row.poll_ms / 1000,
-      timeout_seconds: (l.row.timeout_ms ?? cfg().worker.taskTimeoutMs) / 1000,
-      started_at: l.row.started_at,
-      task_ready: l.row.task_ready === 1,
-      running: s.running,
-      completed: s.counts.completed,
-      failed: s.counts.failed,
-      counts: s.counts,
-      last_poll_at: s.last_poll_at,
-      last_error: s.last_error,
-      recent_claims: s.recent_claims,
-    };
-  }
+  const statusOf = (l: Loop) => loopStatus(l, config.taskTimeoutMs);
 
   function select(ref: WorkerRef): Loop[] {
     return [...loops.values()].filter(
@@ -263,7 +228,7 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
     const waits = deps.waits ?? systemClock;
     for (const r of await store.runs()) {
       try {
-        const killed = await reapOrphanGroup(r.pgid, r.run_id, cfg().supervisor.stopGraceMs, waits);
+        const killed = await reapOrphanGroup(r.pgid, r.run_id, deps.stopGraceMs, waits);
         if (killed) log.warn({ task: r.task_id, run: r.run_id, pgid: r.pgid }, 'killed an orphaned subagent');
       } catch (e) {
         log.error({ err: e, task: r.task_id, pgid: r.pgid }, 'cannot stop an orphaned subagent');
@@ -290,10 +255,75 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
     return {};
   }
 
+  /** Before start() the loops of state.db are not running yet: refuse, as at start-up. */
+  let started = false;
+  const ready = () => {
+    if (!started) throw new SvcError('unavailable', 'svcd is still starting; retry');
+  };
+
   return {
     name: 'worker',
+    async enroll(p) {
+      ready();
+      return enroll(p);
+    },
+    async startLoop(p) {
+      ready();
+      const key = `${p.runtime}@${p.domain_id}`;
+      const existing = loops.get(key);
+      if (existing) {
+        if (p.max_concurrent && p.max_concurrent !== existing.row.max_concurrent) {
+          existing.row.max_concurrent = p.max_concurrent;
+          existing.claims.setMaxConcurrent(p.max_concurrent);
+          await store.saveLoop(existing.row);
+        }
+        existing.claims.wake('start');
+        return statusOf(existing);
+      }
+      const agent = await agentFor(p);
+      const row: LoopRow = {
+        loop_key: key,
+        runtime: p.runtime as RuntimeKind,
+        domain_id: p.domain_id,
+        agent_id: agent.id,
+        max_concurrent: p.max_concurrent ?? config.maxConcurrent,
+        poll_ms: p.poll_seconds !== undefined ? Math.round(p.poll_seconds * 1000) : config.pollMs,
+        timeout_ms: p.timeout_seconds !== undefined ? p.timeout_seconds * 1000 : null,
+        started_at: iso(ctx.clock.now()),
+        task_ready: p.task_ready === false ? 0 : 1,
+      };
+      await store.saveLoop(row);
+      return statusOf(startLoop(row));
+    },
+    async stopLoops(ref) {
+      ready();
+      const chosen = select(ref);
+      if (chosen.length === 0)
+        throw new SvcError('not_found', 'no work loop matches: see "svc worker status"');
+      const out = chosen.map(statusOf);
+      for (const l of chosen) {
+        loops.delete(l.row.loop_key);
+        ctx.control.setAgentStatus(l.row.agent_id, null);
+        await store.removeLoop(l.row.loop_key);
+        const stopping = l.claims.stop({ drain: !ref.now }).then(() => {
+          emit({ loop: l.row.loop_key, type: 'stopped' });
+          log.info({ loop: l.row.loop_key }, 'work loop stopped');
+        });
+        draining.add(l.claims);
+        void stopping.finally(() => draining.delete(l.claims));
+        if (ref.now) await stopping;
+      }
+      return { stopped: out };
+    },
+    loops() {
+      ready();
+      return { loops: [...loops.values()].map(statusOf) };
+    },
+    async follow(ref, call) {
+      ready();
+      return follow(ref, call);
+    },
     async start() {
-      config ??= await loadSvcdConfig(ctx.paths.configToml);
       await store.migrate();
       await reapOrphans();
       unsubscribe.push(
@@ -305,75 +335,9 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
           for (const l of loops.values()) l.claims.cancelTask(msg.task_id, 'cancelled');
         }),
       );
-      ctx.mgmt.register(
-        'agent.enroll',
-        async (params) => enroll(params as AgentEnrollParams),
-        AgentEnrollParams,
-      );
-      ctx.mgmt.register(
-        'worker.start',
-        async (params) => {
-          const p = params as WorkerStartParams;
-          const key = `${p.runtime}@${p.domain_id}`;
-          const existing = loops.get(key);
-          if (existing) {
-            if (p.max_concurrent && p.max_concurrent !== existing.row.max_concurrent) {
-              existing.row.max_concurrent = p.max_concurrent;
-              existing.claims.setMaxConcurrent(p.max_concurrent);
-              await store.saveLoop(existing.row);
-            }
-            existing.claims.wake('start');
-            return statusOf(existing);
-          }
-          const agent = await agentFor(p);
-          const row: LoopRow = {
-            loop_key: key,
-            runtime: p.runtime as RuntimeKind,
-            domain_id: p.domain_id,
-            agent_id: agent.id,
-            max_concurrent: p.max_concurrent ?? cfg().worker.maxConcurrent,
-            poll_ms: p.poll_seconds !== undefined ? Math.round(p.poll_seconds * 1000) : cfg().worker.pollMs,
-            timeout_ms: p.timeout_seconds !== undefined ? p.timeout_seconds * 1000 : null,
-            started_at: iso(ctx.clock.now()),
-            task_ready: p.task_ready === false ? 0 : 1,
-          };
-          await store.saveLoop(row);
-          return statusOf(startLoop(row));
-        },
-        WorkerStartParams,
-      );
-      ctx.mgmt.register(
-        'worker.stop',
-        async (params) => {
-          const ref = (params ?? {}) as WorkerRef;
-          const chosen = select(ref);
-          if (chosen.length === 0)
-            throw new SvcError('not_found', 'no work loop matches: see "svc worker status"');
-          const out = chosen.map(statusOf);
-          for (const l of chosen) {
-            loops.delete(l.row.loop_key);
-            ctx.control.setAgentStatus(l.row.agent_id, null);
-            await store.removeLoop(l.row.loop_key);
-            const stopping = l.claims.stop({ drain: !ref.now }).then(() => {
-              emit({ loop: l.row.loop_key, type: 'stopped' });
-              log.info({ loop: l.row.loop_key }, 'work loop stopped');
-            });
-            draining.add(l.claims);
-            void stopping.finally(() => draining.delete(l.claims));
-            if (ref.now) await stopping;
-          }
-          return { stopped: out };
-        },
-        WorkerRef,
-      );
-      ctx.mgmt.register('worker.status', async () => ({ loops: [...loops.values()].map(statusOf) }));
-      ctx.mgmt.register(
-        'worker.follow',
-        async (params, call) => follow((params ?? {}) as WorkerRef, call),
-        WorkerRef,
-      );
       // Loops `svc run` started before a restart carry on.
       for (const row of await store.loops()) startLoop(row);
+      started = true;
     },
     async stop() {
       for (const u of unsubscribe.splice(0)) u();
@@ -387,5 +351,26 @@ export function createWorker(ctx: DaemonContext, runner: () => RuntimeRunner, de
     status() {
       return { loops: loops.size, running: [...loops.values()].reduce((n, l) => n + l.claims.size, 0) };
     },
+  };
+}
+
+function loopStatus(l: Loop, defaultTimeoutMs: number) {
+  const s: ClaimLoopStatus = l.claims.status();
+  return {
+    runtime: l.row.runtime,
+    domain_id: l.row.domain_id,
+    agent_id: l.row.agent_id,
+    max_concurrent: s.max_concurrent,
+    poll_seconds: l.row.poll_ms / 1000,
+    timeout_seconds: (l.row.timeout_ms ?? defaultTimeoutMs) / 1000,
+    started_at: l.row.started_at,
+    task_ready: l.row.task_ready === 1,
+    running: s.running,
+    completed: s.counts.completed,
+    failed: s.counts.failed,
+    counts: s.counts,
+    last_poll_at: s.last_poll_at,
+    last_error: s.last_error,
+    recent_claims: s.recent_claims,
   };
 }

@@ -2,10 +2,10 @@
 // a pseudo-terminal, or as an ACP session over stdio). Output goes to the rotating log.
 // The default where no user bus exists, and the only backend for ACP and PTY agents.
 import type { Clock } from '../../../lib/clock.js';
-import { reapOrphanGroup, spawnGroup, stopGroup } from '../../process/group.js';
+import { type ExitInfo, reapOrphanGroup, spawnGroup, stopGroup } from '../../process/group.js';
 import { RotatingLog } from '../../process/rotating-log.js';
-import { AcpSession, type ExitInfo } from '../../runtimes/acp-session.js';
-import { PtyTerminal } from '../terminal.js';
+import { PtyTerminal } from '../../process/terminal.js';
+import { AcpSession } from '../../runtimes/acp-session.js';
 import type { RunningUnit, UnitBackend } from './types.js';
 
 export interface ProcessBackendDeps {

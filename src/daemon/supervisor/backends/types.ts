@@ -2,11 +2,12 @@
 // process: svcd owns the child (plain, PTY or ACP); tmux: one session per mux_hosted agent,
 // outliving svcd; systemd: a user unit per agent via `systemctl --user`.
 
+import type { ExitInfo } from '../../process/group.js';
 import type { RotationPolicy } from '../../process/rotating-log.js';
-import type { AcpSession, ExitInfo } from '../../runtimes/acp-session.js';
+import type { AgentTerminal } from '../../process/terminal.js';
+import type { AcpSession } from '../../runtimes/acp-session.js';
 import type { ProgressUpdate } from '../../runtimes/progress.js';
 import type { BackendKind } from '../agents-file.js';
-import type { AgentTerminal } from '../terminal.js';
 
 export interface UnitLaunch {
   agentId: string;

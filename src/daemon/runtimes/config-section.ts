@@ -1,10 +1,10 @@
 // [runtime.<kind>] tables of config.toml: the command template of each runtime kind
 // (docs/agents.md, Runtime kinds). Kinds without a table use their reference-agent default.
 import { RUNTIME_KINDS, type RuntimeKind } from '../../protocol/runtimes.js';
-import { RUNTIMES } from '../runtimes/kinds.js';
-import { PLACEHOLDERS, unknownPlaceholder } from '../runtimes/template.js';
-import type { ConfigSection } from './config.js';
-import type { TableReader } from './toml.js';
+import type { ConfigSection } from '../config/section.js';
+import type { TableReader } from '../config/toml.js';
+import { RUNTIMES } from './kinds.js';
+import { PLACEHOLDERS, unknownPlaceholder } from './template.js';
 
 export interface RuntimeTemplate {
   /** argv with {prompt}, {task_id}, {workdir} placeholders; "svcd" first means this install. */

@@ -3,8 +3,8 @@
 // the attach gateway builds on: listen to output, type input, resize, pause for flow control.
 import { createRequire } from 'node:module';
 import type * as NodePty from '@lydell/node-pty';
-import type { RotatingLog } from '../process/rotating-log.js';
-import type { ExitInfo } from '../runtimes/acp-session.js';
+import type { ExitInfo } from './group.js';
+import type { RotatingLog } from './rotating-log.js';
 
 // node-pty (a native addon, CommonJS) is loaded with the first PTY agent, not at svcd's start.
 const require = createRequire(import.meta.url);

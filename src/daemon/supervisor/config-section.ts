@@ -1,7 +1,16 @@
-// [supervisor] and [watchdog] tables of config.toml (docs/agents.md, Watchdog).
+// [supervisor] and [watchdog] tables of config.toml (docs/agents.md, Watchdog), and the
+// sections the supervisor is handed (these two and [runtime.<kind>]).
 import { SvcError } from '../../protocol/errors.js';
-import type { ConfigSection } from './config.js';
-import type { TableReader } from './toml.js';
+import type { ConfigSection } from '../config/section.js';
+import type { TableReader } from '../config/toml.js';
+import type { RuntimeConfig } from '../runtimes/config-section.js';
+
+/** The sections of config.toml the supervisor runs on (daemon.ts hands them over). */
+export interface SupervisorSettings {
+  runtime: RuntimeConfig;
+  supervisor: SupervisorConfig;
+  watchdog: WatchdogConfig;
+}
 
 export const BACKEND_CHOICES = ['auto', 'process', 'systemd'] as const;
 
