@@ -3,6 +3,7 @@
 import { Command } from 'commander';
 import { registerAgentSupervise } from './commands/agent-supervise.js';
 import { registerAttach } from './commands/attach.js';
+import { registerCompletion } from './commands/completion.js';
 import { registerCronCommands } from './commands/cron.js';
 import { registerDaemonCommands } from './commands/daemon.js';
 import { registerDaemonEvents } from './commands/daemon-events.js';
@@ -58,6 +59,7 @@ export function buildSvc(io: CliIO, opts: { json?: boolean } = {}): Command {
   registerDaemonEvents(daemon, deps);
   registerWorker(program, daemon, deps);
   registerSystem(program, deps);
+  registerCompletion(program, deps);
 
   exitOverrideAll(program);
   return program;

@@ -11,7 +11,12 @@ function fakeIO(): CliIO & { errs: string[]; outs: string[] } {
     errs,
     outs,
     env: {},
-    paths: { home: '/nonexistent', towerDir: '/nonexistent/tower', svcdDir: '/nonexistent/svcd', credentialsFile: '/x' },
+    paths: {
+      home: '/nonexistent',
+      towerDir: '/nonexistent/tower',
+      svcdDir: '/nonexistent/svcd',
+      credentialsFile: '/x',
+    },
     out: (t) => outs.push(t),
     err: (t) => errs.push(t),
     readStdin: async () => '',
@@ -51,7 +56,11 @@ describe('errors with --json', () => {
     const r = await svc(['agent', '--json']);
     expect(r.code).toBe(2);
     expect(JSON.parse(r.errs.join('\n'))).toEqual({
-      error: { code: 'usage', message: 'a subcommand is required (run with --help for the list)', exit_code: 2 },
+      error: {
+        code: 'usage',
+        message: 'a subcommand is required (run with --help for the list)',
+        exit_code: 2,
+      },
     });
   });
 
@@ -90,14 +99,19 @@ describe('errors with --json', () => {
     });
     expect(code).toBe(70);
     expect(io.errs).toHaveLength(1);
-    const report = JSON.parse(io.errs[0] as string) as { error: { code: string; message: string; stack: string } };
+    const report = JSON.parse(io.errs[0] as string) as {
+      error: { code: string; message: string; stack: string };
+    };
     expect(report.error.code).toBe('internal');
     expect(report.error.message).toBe('x is undefined');
     expect(report.error.stack).toContain('TypeError: x is undefined');
   });
 
   it('prints nothing on stderr for --help and --version, exit 0', async () => {
-    for (const args of [['--json', '--version'], ['--json', '--help']]) {
+    for (const args of [
+      ['--json', '--version'],
+      ['--json', '--help'],
+    ]) {
       const r = await svc(args);
       expect(r.code).toBe(0);
       expect(r.errs).toEqual([]);
