@@ -108,10 +108,10 @@ describe.skipIf(!hasZsh)('zsh completion', () => {
     // Completion builtins only work inside a completion widget; these stand-ins print what
     // _svc hands them, so the walk and the data run in a real zsh.
     const stubs = [
-      '_describe() { print -r -- "${(j: :)${(@)${(P)4}%%:*}}" }',
-      'compadd() { print -r -- "${(j: :)${(P)2}}" }',
+      `_describe() { print -r -- "\${(j: :)\${(@)\${(P)4}%%:*}}" }`,
+      `compadd() { print -r -- "\${(j: :)\${(P)2}}" }`,
       '_files() { print -r -- "<files>" }',
-      'compset() { PREFIX=${PREFIX#*=} }',
+      `compset() { PREFIX=\${PREFIX#*=} }`,
     ].join('\n');
     const complete = (prefix: string, ...words: string[]) =>
       `words=(${words.map((w) => `'${w}'`).join(' ')}); CURRENT=${words.length}; PREFIX='${prefix}'; _svc`;
