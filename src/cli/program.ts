@@ -8,6 +8,7 @@ import { registerCronCommands } from './commands/cron.js';
 import { registerDaemonCommands } from './commands/daemon.js';
 import { registerDaemonEvents } from './commands/daemon-events.js';
 import { registerFeed } from './commands/feed.js';
+import { registerLogs } from './commands/logs.js';
 import { registerNodeCommands } from './commands/node.js';
 import { registerRecords } from './commands/records.js';
 import { registerSecret } from './commands/secret.js';
@@ -59,6 +60,7 @@ export function buildSvc(io: CliIO, opts: { json?: boolean } = {}): Command {
   registerDaemonEvents(daemon, deps);
   registerWorker(program, daemon, deps);
   registerSystem(program, deps);
+  registerLogs(program, deps);
   registerCompletion(program, deps);
 
   exitOverrideAll(program);
