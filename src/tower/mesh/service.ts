@@ -199,9 +199,10 @@ export class MeshService {
       // below (medians of 3).
       const nowMs = this.ctx.clock.now();
       const row = rowOf(nowMs, iso(nowMs));
-      const domainId = await pgCreate(this.ctx.write, p, row);
-      if (domainId === null) throw new SvcError('not_found', `mission ${missionId} not found`);
-      const task = taskOf({ ...row, domain_id: domainId });
+      const made = await pgCreate(this.ctx.write, p, row);
+      if (made === null) throw new SvcError('not_found', `mission ${missionId} not found`);
+      if (!made.agentEnrolled) throw assignedAgentNotFound(row.assigned_agent_id ?? '', made.domainId);
+      const task = taskOf({ ...row, domain_id: made.domainId });
       this.hooks.onClaimable?.(task);
       return task;
     }
@@ -214,6 +215,17 @@ export class MeshService {
         .executeTakeFirst();
       if (!mission || !canSeeDomain(p, mission.domain_id)) {
         throw new SvcError('not_found', `mission ${missionId} not found`);
+      }
+      // An assigned task whose agent is not enrolled in the mission's domain would never be
+      // claimed: refuse it (nothing is written).
+      if (body.assigned_agent_id) {
+        const agent = await tx.db
+          .selectFrom('agents')
+          .select('id')
+          .where('id', '=', body.assigned_agent_id)
+          .where('domain_id', '=', mission.domain_id)
+          .executeTakeFirst();
+        if (!agent) throw assignedAgentNotFound(body.assigned_agent_id, mission.domain_id);
       }
       const base: MeshTaskRow = { ...rowOf(tx.nowMs, tx.now), domain_id: mission.domain_id };
       await tx.db.insertInto('mesh_tasks').values(base).execute();
@@ -792,6 +804,13 @@ function checkNotExpired(row: MeshTaskRow, now: string): void {
       `lease ${row.lease_id} of mesh task ${row.id} expired at ${row.lease_expires_at}: the task goes back to pending`,
     );
   }
+}
+
+function assignedAgentNotFound(agentId: string, domainId: string): SvcError {
+  return new SvcError(
+    'agent_not_found',
+    `agent ${agentId} is not enrolled in domain ${domainId} (the mission's): an assigned task needs an agent that can claim it (see: svc agent list --domain ${domainId})`,
+  );
 }
 
 function agentNotFound(agentId: string): SvcError {
