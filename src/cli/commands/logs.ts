@@ -140,6 +140,13 @@ export function registerLogs(program: Command, deps: CommandDeps): void {
       }
     }
     // One source failing (journalctl gone) ends the command: the others stop with it.
-    await Promise.all(followers.map((f) => f.catch((e: unknown) => (stop.abort(), Promise.reject(e)))));
+    await Promise.all(
+      followers.map((f) =>
+        f.catch((e: unknown) => {
+          stop.abort();
+          throw e;
+        }),
+      ),
+    );
   }
 }

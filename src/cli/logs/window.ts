@@ -34,7 +34,10 @@ export class TailWindow {
   ) {}
 
   line(text: string): void {
-    if (this.since === null) return this.keep(text);
+    if (this.since === null) {
+      this.keep(text);
+      return;
+    }
     const t = lineTime(text);
     if (t !== null) {
       this.lastTime = t;
@@ -46,7 +49,10 @@ export class TailWindow {
       }
       return;
     }
-    if (this.lastTime !== null && this.lastTime >= this.since) return this.keep(text);
+    if (this.lastTime !== null && this.lastTime >= this.since) {
+      this.keep(text);
+      return;
+    }
     this.pending.push(text);
     // Only the last n lines can be printed: older pending ones never will be.
     if (this.pending.length > 2 * this.n) this.pending = this.pending.slice(-this.n);
