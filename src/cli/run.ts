@@ -38,6 +38,7 @@ export function processIO(): CliIO {
       return Buffer.concat(chunks).toString('utf8');
     },
     stdinIsTTY: () => process.stdin.isTTY === true,
+    stderrIsTTY: () => process.stderr.isTTY === true,
   };
 }
 

@@ -2,13 +2,22 @@
 // (found through mgmt.sock), followed with -f across rotations with no line lost or repeated
 // and stopped with Ctrl-C; the tower's pino lines shown with readable times, or as they are
 // with --json.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mgmtCall } from '../../src/cli/mgmt-client.js';
 import type { AgentStatus } from '../../src/protocol/agents.js';
 import { waitFor } from '../support/poll.js';
-import { isolatedEnv, type Proc, run, SVC_BIN, SVCD_BIN, spawnProc, stopAll } from '../support/procs.js';
+import {
+  isolatedEnv,
+  type Proc,
+  run,
+  SVC_BIN,
+  SVCD_BIN,
+  spawnProc,
+  startTowerProc,
+  stopAll,
+} from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';
 
 const tmp = makeTempDir('svc-e2e-logs-');
@@ -118,6 +127,55 @@ describe('svc logs', () => {
     expect(since.stdout.split('\n')[0]).toBe(
       '2026-05-03 17:29:39.123 WARN  tower store: writes failing code=SQLITE_FULL',
     );
+  });
+
+  it('follows the log a tower writes and rotates itself (--log-file), each file of whole JSON lines', async () => {
+    const home2 = join(tmp.dir, 'tower-home');
+    const file = join(home2, 'logs', 'tower.log');
+    mkdirSync(join(home2, 'logs'), { recursive: true });
+    // Nearly full (34 lines of 117 bytes, 3978): the tower's first line takes it past 4096.
+    const t = Date.UTC(2026, 0, 1);
+    const old = Array.from({ length: 34 }, (_, i) =>
+      JSON.stringify({
+        level: 30,
+        time: t + i,
+        name: 'tower',
+        msg: `earlier ${String(i).padStart(2, '0')}`,
+        pad: 'x'.repeat(40),
+      }),
+    );
+    writeFileSync(file, `${old.join('\n')}\n`);
+    const towerEnv = { ...env, SVC_HOME: home2 };
+    const logs = spawnProc(SVC_BIN, ['logs', 'tower', '-f', '-n', '1', '--utc'], towerEnv);
+    await waitFor('the last earlier line', () => logs.stdout().includes('tower: earlier 33'));
+    // (startTowerProc asks for warn; the last --log-level wins)
+    await startTowerProc(towerEnv, [
+      '--log-level',
+      'info',
+      '--log-file',
+      file,
+      '--log-max-bytes',
+      '4096',
+      '--log-keep',
+      '2',
+    ]);
+    await waitFor("the tower's lines after the rotation", () =>
+      /INFO {2}tower http: Server listening at /.test(logs.stdout()),
+    );
+    logs.kill('SIGINT');
+    expect(await logs.exited).toBe(0);
+    const shown = logs.stdout().split('\n');
+    expect(shown[0]).toBe(
+      '2026-01-01 00:00:00.033Z INFO  tower: earlier 33 pad=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx',
+    );
+    expect(shown.indexOf(shown.find((l) => l.includes('tower: store migrated')) ?? '')).toBeGreaterThan(0);
+    // Rotated: the earlier lines went to .1 with whatever fitted; every line is whole JSON.
+    const rotated = readFileSync(`${file}.1`, 'utf8');
+    expect(rotated.startsWith(`${old[0]}\n`)).toBe(true);
+    for (const text of [rotated, readFileSync(file, 'utf8')]) {
+      expect(Buffer.byteLength(text)).toBeLessThanOrEqual(4096);
+      for (const line of text.trimEnd().split('\n')) expect(() => JSON.parse(line), line).not.toThrow();
+    }
   });
 
   it('refuses a --since it cannot read as a usage error', async () => {

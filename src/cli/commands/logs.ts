@@ -80,6 +80,7 @@ export function registerLogs(program: Command, deps: CommandDeps): void {
       const home = deps.io.paths.home;
       const sourceDeps = {
         home,
+        env: deps.io.env,
         agentStatus: (id: string) =>
           mgmtCall<AgentStatus>(daemonPaths(home).mgmtSock, 'agent.status', { id }),
       };

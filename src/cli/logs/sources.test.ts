@@ -13,6 +13,7 @@ describe('log sources', () => {
 
   const svcdDown = (home: string): SourceDeps => ({
     home,
+    env: { HOME: join(home, 'user') },
     agentStatus: async () => {
       throw new SvcError('unavailable', 'svcd is not running');
     },
@@ -32,6 +33,19 @@ describe('log sources', () => {
       kind: 'file',
       file: join(tmp.dir, 'logs', 'tower.log'),
     });
+  });
+
+  it("reads the tower's user unit from the journal, unless svc up runs the tower", async () => {
+    tmp = makeTempDir();
+    touch(join(tmp.dir, 'user', '.config', 'systemd', 'user', 'svc-tower.service'));
+    touch(join(tmp.dir, 'logs', 'tower.log'));
+    expect(await resolveSource('tower', svcdDown(tmp.dir))).toEqual({
+      name: 'tower',
+      kind: 'journal',
+      unit: 'svc-tower.service',
+    });
+    writeFileSync(join(tmp.dir, 'up.json'), JSON.stringify({ tower: { pid: 1, url: 'http://t' } }));
+    expect(await resolveSource('tower', svcdDown(tmp.dir))).toMatchObject({ kind: 'file' });
   });
 
   it("takes svcd's log from daemon.json: a file when detached, the journal under systemd", async () => {
@@ -67,6 +81,7 @@ describe('log sources', () => {
     tmp = makeTempDir();
     const status = (s: Partial<AgentStatus>): SourceDeps => ({
       home: tmp.dir,
+      env: {},
       agentStatus: async () => ({ id: 'ag_1', unit: 'svc-agent-ag_1', log_file: null, ...s }) as AgentStatus,
     });
     expect(await resolveSource('demo', status({ log_file: '/h/svcd/logs/ag_1.log' }))).toEqual({

@@ -1,14 +1,18 @@
 // Where the logs `svc logs` reads are, for this SVC_HOME (docs/operator-guide.md, "Logs"):
 // the tower's and svcd's files as `svc up` and `svc daemon up` record them (up.json,
-// svcd/daemon.json), the journal for what systemd runs, and an agent's output log as svcd
-// reports it (agent.status over mgmt.sock). Nothing here guesses: a path comes from a
-// record, from svcd, or from a documented place where the file exists.
+// svcd/daemon.json), the journal for what systemd runs (svcd.service, svc-tower.service, an
+// agent's unit), and an agent's output log as svcd reports it (agent.status over mgmt.sock).
+// Nothing here guesses: a path comes from a record, from svcd, from an installed unit, or from
+// a documented place where the file exists.
 import { existsSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { daemonPaths } from '../../daemon/paths.js';
 import type { AgentStatus } from '../../protocol/agents.js';
 import { isSvcError, SvcError } from '../../protocol/errors.js';
+import { TOWER_UNIT } from '../commands/tower.js';
+import { SVCD_UNIT } from '../svcd-process.js';
+import { unitDir } from '../user-unit.js';
 
 export type LogSource =
   | { name: string; kind: 'file'; file: string }
@@ -16,11 +20,11 @@ export type LogSource =
 
 export interface SourceDeps {
   home: string;
+  /** For the user unit directory (XDG_CONFIG_HOME, HOME). */
+  env: NodeJS.ProcessEnv;
   /** agent.status over mgmt.sock (rejects with `unavailable` when svcd does not answer). */
   agentStatus(id: string): Promise<AgentStatus>;
 }
-
-export const SVCD_UNIT = 'svcd.service';
 
 async function readJson<T>(file: string): Promise<T | null> {
   return readFile(file, 'utf8')
@@ -44,12 +48,16 @@ export function upLogsDir(home: string): string {
   return join(home, 'logs');
 }
 
-async function towerSource(home: string): Promise<LogSource> {
-  const file = join(upLogsDir(home), 'tower.log');
+async function towerSource(deps: SourceDeps): Promise<LogSource> {
+  const file = join(upLogsDir(deps.home), 'tower.log');
+  const up = await readJson<{ tower?: unknown }>(join(deps.home, 'up.json'));
+  if (up?.tower && existsSync(file)) return { name: 'tower', kind: 'file', file };
+  if (existsSync(join(unitDir(deps.env), TOWER_UNIT)))
+    return { name: 'tower', kind: 'journal', unit: TOWER_UNIT };
   if (existsSync(file)) return { name: 'tower', kind: 'file', file };
   throw new SvcError(
     'not_found',
-    `no tower log in ${home}: "svc up" writes ${file}; a tower started with "svc tower serve" logs to its stderr, or to the file of its --log-file`,
+    `no tower log in ${deps.home}: "svc up" writes ${file}, the ${TOWER_UNIT} user unit logs to the journal; a tower started with "svc tower serve" logs to its stderr, or to its --log-file`,
   );
 }
 
@@ -91,7 +99,7 @@ async function agentSource(id: string, deps: SourceDeps): Promise<LogSource> {
 
 /** `tower`, `svcd`, or an agent (id or profile) of this node. */
 export function resolveSource(which: string, deps: SourceDeps): Promise<LogSource> {
-  if (which === 'tower') return towerSource(deps.home);
+  if (which === 'tower') return towerSource(deps);
   if (which === 'svcd') return svcdSource(deps.home);
   return agentSource(which, deps);
 }
