@@ -67,6 +67,8 @@ describe('bash completion', () => {
         complete('svc', 'domain', 'list', '--c'),
         complete('svc', 'completion', ''),
         complete('svc', 'agent', 'cron', 'list', '--j'),
+        complete('svc', 'logs', '-f', ''),
+        `COMP_WORDS=(svc logs --since ''); COMP_CWORD=3; _svc; echo "count=\${#COMPREPLY[@]}"`,
       ].join('\n'),
     );
     expect(lines).toEqual([
@@ -78,6 +80,9 @@ describe('bash completion', () => {
       '--cursor',
       'bash zsh fish',
       '--json',
+      'tower svcd',
+      // a free-form value: nothing from svc (bash then offers file names)
+      'count=0',
     ]);
   });
 
