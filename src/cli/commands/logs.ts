@@ -111,43 +111,52 @@ export function registerLogs(program: Command, deps: CommandDeps): void {
       return (line: string) => deps.io.out(renderLine(line, r));
     };
     // Each file's last lines first, source after source; then every source followed at once.
-    const followers: Promise<void>[] = [];
-    for (const s of sources) {
-      const emit = emitFor(s);
-      if (s.kind === 'journal') {
-        const read = readJournal(
-          { unit: s.unit, lines: o.lines, since: o.since, follow: o.follow },
-          deps.io.env,
-          emit,
-          signal,
-        );
-        if (o.follow) followers.push(read);
-        else await read;
-        continue;
-      }
-      const log = await openLog(s.file, { lines: o.lines, since: o.since, follow: o.follow });
-      for (const l of log.lines) emit(l);
-      if (o.follow) {
-        followers.push(
-          log.follow(emit, {
-            clock: systemClock,
-            pollMs: POLL_MS,
-            signal,
-            notice: (t) => deps.io.err(`svc logs: ${t}`),
-          }),
-        );
-      } else {
-        await log.close();
-      }
-    }
     // One source failing (journalctl gone) ends the command: the others stop with it.
-    await Promise.all(
-      followers.map((f) =>
-        f.catch((e: unknown) => {
+    const followers: Promise<void>[] = [];
+    const failures: unknown[] = [];
+    const following = (p: Promise<void>) =>
+      followers.push(
+        p.catch((e: unknown) => {
+          failures.push(e);
           stop.abort();
-          throw e;
         }),
-      ),
-    );
+      );
+    try {
+      for (const s of sources) {
+        const emit = emitFor(s);
+        if (s.kind === 'journal') {
+          const read = readJournal(
+            { unit: s.unit, lines: o.lines, since: o.since, follow: o.follow },
+            deps.io.env,
+            emit,
+            signal,
+          );
+          if (o.follow) following(read);
+          else await read;
+          continue;
+        }
+        const log = await openLog(s.file, { lines: o.lines, since: o.since, follow: o.follow });
+        for (const l of log.lines) emit(l);
+        if (o.follow) {
+          following(
+            log.follow(emit, {
+              clock: systemClock,
+              pollMs: POLL_MS,
+              signal,
+              notice: (t) => deps.io.err(`svc logs: ${t}`),
+            }),
+          );
+        } else {
+          await log.close();
+        }
+      }
+    } catch (e) {
+      // A later source failed to open: the ones already followed stop too.
+      stop.abort();
+      await Promise.all(followers);
+      throw e;
+    }
+    await Promise.all(followers);
+    if (failures.length > 0) throw failures[0];
   }
 }
