@@ -13,4 +13,6 @@ export interface CliIO {
   readStdin(): Promise<string>;
   /** True when stdin is a terminal (a secret would be typed with echo on). */
   stdinIsTTY?(): boolean;
+  /** True when stderr is a terminal (a person reads the logs: pretty by default). */
+  stderrIsTTY?(): boolean;
 }

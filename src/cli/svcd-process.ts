@@ -158,7 +158,18 @@ export async function startSvcd(o: SvcdStart): Promise<{ record: DaemonRecord; s
   } else {
     const log = o.log ?? join(paths.logsDir, 'svcd.log');
     await mkdir(dirname(log), { recursive: true, mode: 0o700 });
-    const argv = [process.execPath, ...SVCD_NODE_FLAGS, SVCD_BIN, 'run', '--backend-url', o.url];
+    // svcd rotates the file itself (--log-file); stdout and stderr go to the same file for
+    // what is written before its log is open.
+    const argv = [
+      process.execPath,
+      ...SVCD_NODE_FLAGS,
+      SVCD_BIN,
+      'run',
+      '--backend-url',
+      o.url,
+      '--log-file',
+      log,
+    ];
     if (o.boosterWasm) argv.push('--booster-wasm', o.boosterWasm);
     child = startDetached({ argv, env: o.env, log });
     await writeFile(pidFile(o.home), `${child.pid}\n`, { mode: 0o600 });

@@ -4,56 +4,57 @@
 // settable from the environment with no more code. The one place the tower's environment is
 // read (with SVC_MASTER_KEY, read in commands/tower.ts).
 import type { Command, Option } from 'commander';
+import { logOptions } from './process-log.js';
 import { UsageError } from './run.js';
 
 /** Defines the serve options on `cmd` (`svc tower serve` and `svc tower install-unit`). */
 export function serveOptions(cmd: Command): Command {
-  return cmd
-    .option('--listen <host:port>', 'address to listen on', '127.0.0.1:8008')
-    .option('--database <url>', 'postgres://user@host:5432/db[?schema=NAME] (default: embedded SQLite)')
-    .option('--data-dir <dir>', 'tower data directory (default: $SVC_HOME/tower)')
-    .option('--tls-cert <file>', 'PEM certificate: serve HTTPS')
-    .option('--tls-key <file>', 'PEM private key for --tls-cert')
-    .option('--oidc-issuer <url>', 'accept OIDC JWTs from this issuer (JWKS discovered)')
-    .option('--oidc-audience <aud>', 'required audience of OIDC JWTs')
-    .option('--oidc-domains-claim <name>', 'claim listing the domains of an OIDC user', 'svc_domains')
-    .option('--oidc-jwks-cooldown <duration>', 'minimum time between JWKS refetches', '30s')
-    .option('--rate-limit <n[/window]>', 'requests per principal per window (0 = off)', '6000/1m')
-    .option(
-      '--auth-failure-limit <n[/window]>',
-      'failed authentications per client address per window; past it the address gets 429 before any credential is checked (0 = off)',
-      '120/1m',
-    )
-    .option('--event-retention <duration>', 'how long feed events are kept', '7d')
-    .option(
-      '--ws-compression',
-      'allow per-message deflate on /events/ws for clients that ask (costs memory per connection)',
-    )
-    .option(
-      '--request-deadline <duration>',
-      'answer every request within this; a store too slow or down answers 503 with Retry-After',
-      '15s',
-    )
-    .option(
-      '--store-connect-timeout <duration>',
-      'PostgreSQL: connect, or wait for a pooled connection',
-      '5s',
-    )
-    .option(
-      '--store-statement-timeout <duration>',
-      'PostgreSQL: statement_timeout of every request statement (0 = none)',
-      '10s',
-    )
-    .option(
-      '--store-busy-timeout <duration>',
-      "SQLite: wait this long for another process's write lock",
-      '5s',
-    )
-    .option('--log-level <level>', 'trace|debug|info|warn|error', 'info')
-    .addHelpText(
-      'after',
-      '\nEvery option can also be set from the environment as SVC_TOWER_<OPTION> (--data-dir:\nSVC_TOWER_DATA_DIR; --ws-compression: SVC_TOWER_WS_COMPRESSION=1); a flag wins over its\nvariable. SVC_DATABASE_URL is also read for --database.',
-    );
+  return logOptions(
+    cmd
+      .option('--listen <host:port>', 'address to listen on', '127.0.0.1:8008')
+      .option('--database <url>', 'postgres://user@host:5432/db[?schema=NAME] (default: embedded SQLite)')
+      .option('--data-dir <dir>', 'tower data directory (default: $SVC_HOME/tower)')
+      .option('--tls-cert <file>', 'PEM certificate: serve HTTPS')
+      .option('--tls-key <file>', 'PEM private key for --tls-cert')
+      .option('--oidc-issuer <url>', 'accept OIDC JWTs from this issuer (JWKS discovered)')
+      .option('--oidc-audience <aud>', 'required audience of OIDC JWTs')
+      .option('--oidc-domains-claim <name>', 'claim listing the domains of an OIDC user', 'svc_domains')
+      .option('--oidc-jwks-cooldown <duration>', 'minimum time between JWKS refetches', '30s')
+      .option('--rate-limit <n[/window]>', 'requests per principal per window (0 = off)', '6000/1m')
+      .option(
+        '--auth-failure-limit <n[/window]>',
+        'failed authentications per client address per window; past it the address gets 429 before any credential is checked (0 = off)',
+        '120/1m',
+      )
+      .option('--event-retention <duration>', 'how long feed events are kept', '7d')
+      .option(
+        '--ws-compression',
+        'allow per-message deflate on /events/ws for clients that ask (costs memory per connection)',
+      )
+      .option(
+        '--request-deadline <duration>',
+        'answer every request within this; a store too slow or down answers 503 with Retry-After',
+        '15s',
+      )
+      .option(
+        '--store-connect-timeout <duration>',
+        'PostgreSQL: connect, or wait for a pooled connection',
+        '5s',
+      )
+      .option(
+        '--store-statement-timeout <duration>',
+        'PostgreSQL: statement_timeout of every request statement (0 = none)',
+        '10s',
+      )
+      .option(
+        '--store-busy-timeout <duration>',
+        "SQLite: wait this long for another process's write lock",
+        '5s',
+      ),
+  ).addHelpText(
+    'after',
+    '\nEvery option can also be set from the environment as SVC_TOWER_<OPTION> (--data-dir:\nSVC_TOWER_DATA_DIR; --ws-compression: SVC_TOWER_WS_COMPRESSION=1); a flag wins over its\nvariable. SVC_DATABASE_URL is also read for --database.',
+  );
 }
 
 /** `--data-dir` → `SVC_TOWER_DATA_DIR`. */

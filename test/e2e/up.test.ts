@@ -82,6 +82,16 @@ describe('svc up / svc down', () => {
     // The logs are where the docs say.
     expect(readFileSync(join(home, 'logs', 'tower.log'), 'utf8')).toMatch(/listening on/);
     expect(readFileSync(join(home, 'logs', 'svcd.log'), 'utf8')).toMatch(/svcd running/);
+    // svc logs finds both through what svc up recorded; --json gives the pino lines as written.
+    const logs = await svc('--json', 'logs', '-n', 'all');
+    expect(logs.code, logs.stderr).toBe(0);
+    const lines = logs.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { name?: string; msg?: string; source?: string; line?: string });
+    expect(lines).toContainEqual(expect.objectContaining({ name: 'tower', msg: 'store migrated' }));
+    expect(lines).toContainEqual(expect.objectContaining({ name: 'svcd', msg: 'svcd started' }));
+    expect(lines).toContainEqual({ source: 'svcd', line: expect.stringMatching(/^svcd running/) });
 
     // The doctor passes right after svc up (operator-guide: "svc system doctor && svc daemon up").
     const doctor = await svc('--json', 'system', 'doctor');

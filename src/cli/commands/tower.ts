@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { parseDuration } from '../../lib/duration.js';
 import { type CommandDeps, globals } from '../deps.js';
 import { print, table } from '../output.js';
+import { type LogFlags, openProcessLog } from '../process-log.js';
 import { UsageError } from '../run.js';
 import { applyServeEnv, givenArgs, optionLabel, serveOptions } from '../tower-serve-config.js';
 import { listenError, storeOpenError } from '../tower-start-errors.js';
@@ -55,7 +56,7 @@ export function towerUnit(o: {
   };
 }
 
-interface ServeFlags {
+interface ServeFlags extends LogFlags {
   listen: string;
   database?: string;
   dataDir?: string;
@@ -73,7 +74,6 @@ interface ServeFlags {
   storeConnectTimeout: string;
   storeStatementTimeout: string;
   storeBusyTimeout: string;
-  logLevel: string;
 }
 
 /** A duration option in ms; "0" allowed only where it means "no limit". */
@@ -117,11 +117,12 @@ export function registerTower(program: Command, deps: CommandDeps): void {
     }
     // Loaded here, not at the top: every other svc command starts without the tower's code
     // (Fastify, Kysely, database drivers), which is most of svc's start-up time.
-    const [{ createLogger }, { createTower }] = await Promise.all([
-      import('../../lib/log.js'),
-      import('../../tower/tower.js'),
-    ]);
-    const log = createLogger({ level: flags.logLevel, name: 'tower' });
+    const { createTower } = await import('../../tower/tower.js');
+    const { log, close: closeLog } = await openProcessLog(flags, {
+      name: 'tower',
+      stderrIsTTY: deps.io.stderrIsTTY?.() === true,
+      label,
+    });
     const tls =
       flags.tlsCert && flags.tlsKey
         ? { cert: readFileSync(flags.tlsCert), key: readFileSync(flags.tlsKey) }
@@ -178,6 +179,7 @@ export function registerTower(program: Command, deps: CommandDeps): void {
     });
     deps.io.out(`svc tower listening on ${url} (${tower.ctx.store.describe})`);
     await stopped;
+    closeLog();
   });
 
   serveOptions(

@@ -103,7 +103,18 @@ export function registerUp(program: Command, deps: CommandDeps): void {
       } else {
         const log = join(logs, 'tower.log');
         const child = startDetached({
-          argv: [process.execPath, SVC_BIN, 'tower', 'serve', '--listen', `127.0.0.1:${o.port}`],
+          // The tower rotates the file itself (--log-file); its stdout and stderr go to the
+          // same file for what is written before its log is open.
+          argv: [
+            process.execPath,
+            SVC_BIN,
+            'tower',
+            'serve',
+            '--listen',
+            `127.0.0.1:${o.port}`,
+            '--log-file',
+            log,
+          ],
           env,
           log,
         });

@@ -44,6 +44,41 @@ describe('rotating agent log', () => {
   });
 });
 
+describe('rotating log of whole writes', () => {
+  let tmp: ReturnType<typeof makeTempDir>;
+  afterEach(() => tmp?.remove());
+
+  it('rotates before a line that does not fit, so every file holds whole lines', () => {
+    tmp = makeTempDir();
+    const file = join(tmp.dir, 'tower.log');
+    const log = new RotatingLog(file, { maxBytes: 100, keep: 5, wholeWrites: true });
+    const lines = Array.from({ length: 12 }, (_, i) => `{"n":${i},"pad":"${'x'.repeat(20)}"}\n`);
+    for (const l of lines) log.write(l);
+    log.close();
+    // 36-37 bytes a line: two lines a file, six files.
+    const files = [5, 4, 3, 2, 1]
+      .map((k) => `${file}.${k}`)
+      .concat(file)
+      .map((f) => readFileSync(f, 'utf8'));
+    expect(files.join('')).toBe(lines.join(''));
+    for (const text of files) {
+      expect(text.endsWith('\n')).toBe(true);
+      expect(Buffer.byteLength(text)).toBeLessThanOrEqual(100);
+    }
+  });
+
+  it('still splits one write larger than a whole file', () => {
+    tmp = makeTempDir();
+    const file = join(tmp.dir, 'big.log');
+    const log = new RotatingLog(file, { maxBytes: 10, keep: 2, wholeWrites: true });
+    log.write('ab\n');
+    log.write('x'.repeat(15));
+    log.close();
+    expect(readFileSync(`${file}.1`, 'utf8')).toBe(`ab\n${'x'.repeat(7)}`);
+    expect(readFileSync(file, 'utf8')).toBe('x'.repeat(8));
+  });
+});
+
 describe('output tail', () => {
   it('keeps only the last bytes', () => {
     const t = new OutputTail(10);

@@ -19,6 +19,12 @@ export interface RotationPolicy {
   maxBytes: number;
   /** Rotated files kept besides the current one. */
   keep: number;
+  /**
+   * Rotate before a write that does not fit instead of splitting it across two files (a write
+   * larger than maxBytes is still split). For logs of whole lines (pino JSON): each file then
+   * holds whole lines that tools read one file at a time.
+   */
+  wholeWrites?: boolean;
 }
 
 export const DEFAULT_ROTATION: RotationPolicy = { maxBytes: 10 * 1024 * 1024, keep: 3 };
@@ -39,7 +45,11 @@ export class RotatingLog {
     while (off < buf.length) {
       const fd = this.open();
       const room = this.policy.maxBytes - this.size;
-      if (room <= 0) {
+      const rest = buf.length - off;
+      if (
+        room <= 0 ||
+        (this.policy.wholeWrites && rest > room && rest <= this.policy.maxBytes && this.size > 0)
+      ) {
         this.rotate();
         continue;
       }
