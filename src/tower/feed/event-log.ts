@@ -4,8 +4,7 @@
 // order. On PostgreSQL the id comes from a sequence at insert and readers read
 // `feed_events`, below a watermark every smaller id of which is settled (feed/sequencer.ts).
 // Writers do not NOTIFY: PostgreSQL serializes the commits of notifying transactions, which
-// capped writes at one fsync each. Reading rows back expands blocks with the codecs the caller
-// passes (store/event-blocks.ts): this module knows no area's compact form.
+// capped writes at one fsync each.
 import type { Transaction } from 'kysely';
 import { iso } from '../../lib/clock.js';
 import type { FeedEvent, NewEvent } from '../../protocol/events.js';
@@ -56,7 +55,7 @@ export interface StoredEvent {
 /**
  * The events of one stored row: itself, or each event of a block, in id order. A block's
  * payload is an array of whole events, or an area's compact form (an object), expanded by
- * the codec of `blocks` whose tag it carries.
+ * the codec of `blocks` whose tag it carries: this module knows no area's compact form.
  */
 export function eventsFromRow(row: StoredEvent, blocks: readonly BlockCodec[]): FeedEvent[] {
   if (row.n === null || row.n === undefined) return [eventFromRow(row)];

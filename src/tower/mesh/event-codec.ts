@@ -1,7 +1,6 @@
-// The `matrix` event of a mesh task transition (docs/events.md), encoded here and nowhere
-// else: the event a transaction emits, the SQL that writes a PostgreSQL statement's events as
-// one compact block row, and the codec the feed expands that block with. Every path gives the
-// same event, payload members in the same order. No I/O.
+// The `matrix` event of a mesh task transition (docs/events.md), encoded only here: the event
+// a transaction emits, the SQL of PostgreSQL's compact block of such events, and the codec the
+// feed expands that block with, all giving the same event. No I/O.
 import type { NewEvent } from '../../protocol/events.js';
 import type { MeshTask } from '../../protocol/mesh.js';
 import type { BlockCodec, BlockMember } from '../store/event-blocks.js';

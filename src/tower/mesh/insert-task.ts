@@ -1,7 +1,6 @@
-// Writing a new task inside a transaction: the mission it goes in (as `p` sees it), its row,
-// its entry in mesh_task_missions and its `created` event. The SQLite store's creation and
-// every store's broadcast creation use it; PostgreSQL's one-statement creation writes the
-// same rows (postgres/create.ts).
+// A new task written inside a transaction: its mission (as `p` sees it), its row, its
+// mesh_task_missions entry and its `created` event. SQLite's creation and every store's
+// broadcast creation use it (PostgreSQL's one statement writes the same: postgres/create.ts).
 import type { MeshTask } from '../../protocol/mesh.js';
 import { canSeeDomain, type Principal } from '../auth/principal.js';
 import type { Tx } from '../store/tx.js';

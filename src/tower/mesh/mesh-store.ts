@@ -1,7 +1,6 @@
 // The mesh area's one seam between SQL dialects: what SQLite (sqlite/) and PostgreSQL
-// (postgres/) do differently, one implementation each, chosen once when the service is built.
-// The operations (create.ts, claim.ts, …) are written once against it; nothing else in the
-// area asks which store it runs on.
+// (postgres/) do differently, one implementation each, chosen once by service.ts. The
+// operations are written once against it; nothing else in the area asks for the dialect.
 
 import type { SvcError } from '../../protocol/errors.js';
 import type { Claimed, MeshTask } from '../../protocol/mesh.js';

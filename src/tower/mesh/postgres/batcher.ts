@@ -1,7 +1,6 @@
-// PostgreSQL: lease-holding requests of one kind coalesced into shared statements. A request
-// arriving while a statement is under way waits for it, then goes with every other waiting
-// request in the next one (like the SQLite store's grouped commits); each gets its own
-// outcome from its own row. Owns no SQL (postgres/leased.ts) and no decision about a row.
+// PostgreSQL: lease-holding requests of one kind coalesced into shared statements (like the
+// SQLite store's grouped commits): a request arriving while a statement is under way goes in
+// the next one with the others waiting. Owns no SQL (leased.ts) and no decision on a row.
 import { iso } from '../../../lib/clock.js';
 import type { Principal } from '../../auth/principal.js';
 import { EVENT_BLOCK_MAX } from '../../store/event-blocks.js';

@@ -1,7 +1,6 @@
-// PostgreSQL: a claim as ONE statement (one round trip, one commit). Data-modifying CTEs
-// read the agent (its domain, node and capabilities: the authorization check), pick the best
-// pending rows with FOR UPDATE SKIP LOCKED (a row another claimer is taking is passed over,
-// never waited for), set their state and leases, and append their events as one block.
+// PostgreSQL: a claim as ONE statement (one round trip, one commit): data-modifying CTEs read
+// the agent (the authorization check), pick the best pending rows with FOR UPDATE SKIP LOCKED
+// (passed over, never waited for), set their state and leases, and append their events.
 import { randomBytes } from 'node:crypto';
 import { iso } from '../../../lib/clock.js';
 import type { Claimed, MeshTask } from '../../../protocol/mesh.js';
