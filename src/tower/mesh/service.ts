@@ -50,7 +50,10 @@ const STORES: Record<Dialect, (o: MeshOptions) => MeshStore> = {
 
 export function createMeshService(opts: MeshOptions): MeshService {
   const store = STORES[opts.dialect](opts);
-  return new MeshService({ db: opts.db, write: opts.write, store, hooks: opts.hooks ?? {} }, opts);
+  return new MeshService(
+    { db: opts.db, write: opts.write, store, hooks: opts.hooks ?? {} },
+    { clock: opts.clock, log: opts.log },
+  );
 }
 
 export class MeshService {
