@@ -10,7 +10,12 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['src/**/*.test.ts', 'web/src/**/*.test.ts', 'bench/**/*.test.mjs'],
+          include: [
+            'src/**/*.test.ts',
+            'web/src/**/*.test.ts',
+            'bench/**/*.test.mjs',
+            'test/docs/**/*.test.ts',
+          ],
           // Bounds for a hang only: many unit tests start an in-process tower on PostgreSQL
           // (schema, migrations), which a loaded 2-core machine makes slow.
           testTimeout: 120_000,

@@ -1,6 +1,6 @@
 // The tower's HTTP API as svc sees it: JSON in, JSON out, problem+json turned back into a
 // SvcError with the server's code, and connection failures into tower_unreachable.
-import { HttpTransportError, requestJson } from '../lib/http.js';
+import { HttpTransportError, isUntrustedCertificate, requestJson } from '../lib/http.js';
 import { errorFromProblem, SvcError } from '../protocol/errors.js';
 import type { Credentials } from './login-store.js';
 
@@ -29,6 +29,12 @@ export class TowerClient {
         body,
       });
     } catch (e) {
+      if (e instanceof HttpTransportError && isUntrustedCertificate(e.causeCode)) {
+        throw new SvcError(
+          'tower_unreachable',
+          `the tower at ${this.creds.url} presents a certificate this machine does not trust (${e.causeCode}): for a self-signed certificate or a private CA, set NODE_EXTRA_CA_CERTS to its PEM file (docs/operator-guide.md, section 2)`,
+        );
+      }
       if (e instanceof HttpTransportError) {
         throw new SvcError(
           'tower_unreachable',

@@ -27,6 +27,8 @@ export interface DaemonOptions {
   home: string;
   backendUrl: string;
   identity: NodeIdentity;
+  /** The file the identity was read from (shown by daemon.status, used by svc system doctor). */
+  identityFile?: string;
   env: NodeJS.ProcessEnv;
   log: Logger;
   version: string;
@@ -115,6 +117,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     pid: process.pid,
     node_id: opts.identity.node_id,
     hostname: opts.identity.hostname,
+    node_file: opts.identityFile ?? null,
     backend_url: opts.backendUrl,
     started_at: new Date(startedAt).toISOString(),
     uptime_seconds: Math.floor((clock.now() - startedAt) / 1000),

@@ -1,6 +1,11 @@
-// The node identity file (docs/operator-guide.md, 3): {node_id, hostname, backend_url, jwt}, mode 0600.
-// Where it lives: SVC_NODE_FILE if set; else /etc/svc/node.json when it exists or /etc/svc is
-// writable; else $SVC_HOME/node.json.
+// The node identity file (docs/operator-guide.md, section 3): {node_id, hostname, backend_url, jwt},
+// mode 0600. Where it lives, first match wins:
+//   1. SVC_NODE_FILE, when set;
+//   2. $SVC_HOME/node.json, when SVC_HOME is set explicitly (a second install, a test, svc up);
+//   3. /etc/svc/node.json (the documented system place): read when it exists, written when /etc/svc is
+//      writable;
+//   4. ~/.svc/node.json otherwise.
+// nodeFile() says which and why, so `svc system doctor` can show it.
 import { accessSync, constants, existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -19,18 +24,46 @@ function writable(dir: string): boolean {
   }
 }
 
+/** The identity file to use and why (for `svc system doctor`). */
+export interface NodeFileChoice {
+  file: string;
+  why: string;
+}
+
+/**
+ * Where the identity is read from (`read`) or written to by `svc agent node register`
+ * (`write`). `home` is the resolved SVC_HOME (~/.svc when unset); `system` is replaceable for
+ * tests.
+ */
+export function nodeFile(
+  env: NodeJS.ProcessEnv,
+  home: string,
+  purpose: 'read' | 'write',
+  system: string = SYSTEM_NODE_FILE,
+): NodeFileChoice {
+  if (env.SVC_NODE_FILE) return { file: env.SVC_NODE_FILE, why: 'SVC_NODE_FILE is set' };
+  const own = join(home, 'node.json');
+  if (env.SVC_HOME) return { file: own, why: `SVC_HOME is set; ${system} is not used` };
+  if (purpose === 'read' && existsSync(system)) {
+    return { file: system, why: 'the system identity (neither SVC_NODE_FILE nor SVC_HOME is set)' };
+  }
+  if (purpose === 'read' && existsSync(own)) {
+    return { file: own, why: `no ${system}, the identity of the default SVC_HOME` };
+  }
+  if (writable(dirname(system))) {
+    return { file: system, why: `the system identity: ${dirname(system)} is writable` };
+  }
+  return { file: own, why: `${dirname(system)} is not writable, the default SVC_HOME` };
+}
+
 /** Where the identity file is read from. */
 export function nodeFileForRead(env: NodeJS.ProcessEnv, home: string): string {
-  if (env.SVC_NODE_FILE) return env.SVC_NODE_FILE;
-  if (existsSync(SYSTEM_NODE_FILE)) return SYSTEM_NODE_FILE;
-  return join(home, 'node.json');
+  return nodeFile(env, home, 'read').file;
 }
 
 /** Where `svc agent node register` writes the identity file. */
 export function nodeFileForWrite(env: NodeJS.ProcessEnv, home: string): string {
-  if (env.SVC_NODE_FILE) return env.SVC_NODE_FILE;
-  if (writable(dirname(SYSTEM_NODE_FILE))) return SYSTEM_NODE_FILE;
-  return join(home, 'node.json');
+  return nodeFile(env, home, 'write').file;
 }
 
 const REGISTER_HINT = 'run "svc agent node register --hostname <hostname>" first';

@@ -11,6 +11,20 @@ export class HttpTransportError extends Error {
   }
 }
 
+/** Certificate errors a self-signed certificate or a private CA causes (not a wrong name or date). */
+const UNTRUSTED_CERT = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+]);
+
+/** True when a transport failure means: the server's certificate is not trusted here. */
+export function isUntrustedCertificate(code: string): boolean {
+  return UNTRUSTED_CERT.has(code);
+}
+
 export interface HttpResult {
   status: number;
   text: string;

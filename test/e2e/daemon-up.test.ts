@@ -1,6 +1,6 @@
 // `svc daemon up|down|install-unit` with real processes. The test environment has no user bus
 // (isolatedEnv strips it), so `up` starts a detached svcd with a pid file and a log file.
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isolatedEnv, run, SVC_BIN, startTowerProc, stopAll, type TowerProc } from '../support/procs.js';
@@ -64,12 +64,16 @@ describe('svc daemon up / down / install-unit', () => {
     cli = { ...env, SVC_BASE_URL: tower.url };
     expect((await svc('agent', 'node', 'register', '--hostname', 'up-node')).code).toBe(0);
 
-    const up = await svc('--json', 'daemon', 'up', '--booster-wasm', 'x.wasm');
-    expect(up.code).toBe(0);
+    const booster = join(tmp.dir, 'x.wasm');
+    writeFileSync(booster, '');
+    const up = await svc('--json', 'daemon', 'up', '--booster-wasm', booster);
+    expect(up.code, up.stderr).toBe(0);
     const started = JSON.parse(up.stdout) as { pid: number; mode: string; log: string };
     pids.push(started.pid);
     expect(started.mode).toBe('detached');
     expect(readFileSync(join(home, 'svcd', 'svcd.pid'), 'utf8').trim()).toBe(String(started.pid));
+    // Where docs/operator-guide.md §5 says a detached svcd of `svc daemon up` logs.
+    expect(started.log).toBe(join(home, 'svcd', 'logs', 'svcd.log'));
     expect(existsSync(started.log)).toBe(true);
     const rec = JSON.parse(readFileSync(join(home, 'svcd', 'daemon.json'), 'utf8')) as {
       booster_wasm: string;
@@ -91,5 +95,57 @@ describe('svc daemon up / down / install-unit', () => {
     expect(existsSync(join(home, 'svcd', 'mgmt.sock'))).toBe(false);
     const idle = await svc('daemon', 'down');
     expect(idle.stdout).toMatch(/not running/);
+  });
+
+  it('starts with the short form "svc daemon --booster-wasm <path>", and a later plain up keeps the booster', async () => {
+    const booster = join(tmp.dir, 'seed.wasm');
+    writeFileSync(booster, '');
+    const boosterOf = async () =>
+      (
+        JSON.parse((await svc('--json', 'daemon', 'status')).stdout) as {
+          components: { mcp: { booster: { source: string } } };
+        }
+      ).components.mcp.booster.source;
+
+    const seed = await svc('--json', 'daemon', '--booster-wasm', booster);
+    expect(seed.code, seed.stderr).toBe(0);
+    const first = JSON.parse(seed.stdout) as {
+      pid: number;
+      booster_wasm: string;
+      booster_from_last_start: boolean;
+    };
+    pids.push(first.pid);
+    expect(first).toMatchObject({ booster_wasm: booster, booster_from_last_start: false });
+    expect(await boosterOf()).toBe(booster);
+    expect((await svc('daemon', 'down')).code).toBe(0);
+
+    // A plain `up` starts with the booster of the last start, and says so.
+    const plain = await svc('daemon', 'up');
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout).toContain(
+      `booster ${booster}, as at the last start (--no-booster-wasm starts without it)`,
+    );
+    pids.push(Number(/pid (\d+)/.exec(plain.stdout)?.[1]));
+    expect(await boosterOf()).toBe(booster);
+    expect((await svc('daemon', 'down')).code).toBe(0);
+
+    // --no-booster-wasm drops it, for this start and the next.
+    const without = await svc('--json', 'daemon', 'up', '--no-booster-wasm');
+    expect(without.code, without.stderr).toBe(0);
+    pids.push((JSON.parse(without.stdout) as { pid: number }).pid);
+    expect(JSON.parse(without.stdout)).not.toHaveProperty('booster_wasm');
+    expect(await boosterOf()).toBe('embedded');
+    expect((await svc('daemon', 'down')).code).toBe(0);
+
+    // A remembered booster that is gone is refused, never silently dropped.
+    expect((await svc('daemon', 'up', '--booster-wasm', booster)).code).toBe(0);
+    expect((await svc('daemon', 'down')).code).toBe(0);
+    rmSync(booster);
+    const gone = await svc('daemon', 'up');
+    expect(gone.code).toBe(78);
+    expect(gone.stderr).toContain(`svcd last started with --booster-wasm ${booster}, which is gone`);
+    const missing = await svc('daemon', '--booster-wasm', join(tmp.dir, 'nope.wasm'));
+    expect(missing.code).toBe(78);
+    expect(missing.stderr).toContain('no such file');
   });
 });

@@ -107,6 +107,12 @@ describe('svc system doctor', () => {
     expect(r.code).toBe(1);
     expect(r.check('node_identity').status).toBe('fail');
     expect(r.check('node_identity').detail).toContain(`no node identity at ${nodeFile}`);
+    expect(r.check('node_identity').detail).toMatch(/\(SVC_NODE_FILE is set\)$/);
+    // Without SVC_NODE_FILE the explicit SVC_HOME decides, whatever /etc/svc holds.
+    const byHome = await doctor({ SVC_NODE_FILE: '' });
+    expect(byHome.check('node_identity').detail).toBe(
+      `no node identity at ${join(home, 'node.json')} (ENOENT) (SVC_HOME is set; /etc/svc/node.json is not used)`,
+    );
     expect(r.check('node_identity').hint).toMatch(/^svc agent node register --hostname/);
     expect(r.check('tower_auth')).toMatchObject({ status: 'warn', detail: 'not checked: no node identity' });
   });
@@ -133,6 +139,9 @@ describe('svc system doctor', () => {
       expect(r.check(name).status, name).toBe('ok');
     }
     expect(r.check('tower').detail).toBe(`${tower.url} answers /healthz (from the daemon)`);
+    expect(r.check('node_identity').detail).toMatch(
+      new RegExp(`^doctor-e2e \\(node_\\w+\\) in ${nodeFile} \\(the running svcd uses it\\)$`),
+    );
     expect(r.check('sockets').detail).toBe(
       `${join(home, 'svcd')} 0700; mgmt.sock, secrets.sock, svcd.sock 0600`,
     );

@@ -258,6 +258,17 @@ describe('4. files are private whatever the umask and the directory', () => {
     );
     expect(again.code).not.toBe(0);
     expect(again.stderr).toContain(`chmod 600 ${join(dataDir, 'tower.db')}`);
+
+    // The admin token is held to the same rule.
+    chmodSync(join(dataDir, 'tower.db'), 0o600);
+    chmodSync(join(dataDir, 'admin.token'), 0o644);
+    const token = await run(
+      SVC_BIN,
+      ['tower', 'serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir],
+      stack.env,
+    );
+    expect(token.code).not.toBe(0);
+    expect(token.stderr).toContain(`chmod 600 ${join(dataDir, 'admin.token')}`);
   });
 
   it("keeps svcd's state.db 0600, and svcd refuses a node identity file others can read", async () => {

@@ -26,7 +26,8 @@ export function registerSvcdRun(program: Command, io: CliIO): void {
     .option('--log-level <level>', 'trace|debug|info|warn|error', 'info')
     .action(async (flags: RunFlags) => {
       const env = io.env;
-      const identity = await readNodeIdentity(nodeFileForRead(env, io.paths.home));
+      const identityFile = nodeFileForRead(env, io.paths.home);
+      const identity = await readNodeIdentity(identityFile);
       let backendUrl: string;
       try {
         backendUrl = checkBaseUrl(
@@ -46,6 +47,7 @@ export function registerSvcdRun(program: Command, io: CliIO): void {
         home: io.paths.home,
         backendUrl,
         identity,
+        identityFile,
         env,
         log,
         version: VERSION,

@@ -1,19 +1,24 @@
-// `svc tower serve` runs the backend in the foreground; `svc tower keys` manages the node
-// JWT signing keys.
+// `svc tower serve` runs the backend in the foreground (options from flags, else SVC_TOWER_*
+// variables: ../tower-serve-config.ts); `svc tower install-unit` writes a systemd user unit
+// that runs it; `svc tower keys` manages the node JWT signing keys.
 import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { parseDuration } from '../../lib/duration.js';
-import { SvcError } from '../../protocol/errors.js';
 import { type CommandDeps, globals } from '../deps.js';
 import { print, table } from '../output.js';
 import { UsageError } from '../run.js';
+import { applyServeEnv, givenArgs, optionLabel, serveOptions } from '../tower-serve-config.js';
+import { listenError, storeOpenError } from '../tower-start-errors.js';
+import { installUserUnit, type UserUnit } from '../user-unit.js';
 
-export function parseListen(listen: string): { host: string; port: number } {
+export function parseListen(listen: string, label = '--listen'): { host: string; port: number } {
   const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(listen);
   const port = Number(m?.[2]);
   if (!m?.[1] || !Number.isInteger(port) || port > 65535) {
     throw new UsageError(
-      `invalid --listen "${listen}": expected HOST:PORT, e.g. 127.0.0.1:8008 (port 0 picks a free one)`,
+      `invalid ${label} "${listen}": expected HOST:PORT, e.g. 127.0.0.1:8008 (port 0 picks a free one)`,
     );
   }
   return { host: m[1].replace(/^\[|\]$/g, ''), port };
@@ -29,14 +34,34 @@ export function parseMeshInFlight(text: string): number {
 }
 
 /** "600" (per minute), "600/1m", "100/10s", or "0" to disable. */
-export function parseRateLimit(text: string): { limit: number; windowMs: number } {
+export function parseRateLimit(text: string, label = '--rate-limit'): { limit: number; windowMs: number } {
   const m = /^(\d+)(?:\/(.+))?$/.exec(text.trim());
-  if (!m) throw new UsageError(`invalid --rate-limit "${text}": expected N or N/<duration>, e.g. 600/1m`);
+  if (!m) throw new UsageError(`invalid ${label} "${text}": expected N or N/<duration>, e.g. 600/1m`);
   try {
     return { limit: Number(m[1]), windowMs: m[2] ? parseDuration(m[2]) : 60_000 };
   } catch (e) {
-    throw new UsageError(`invalid --rate-limit "${text}": ${(e as Error).message}`);
+    throw new UsageError(`invalid ${label} "${text}": ${(e as Error).message}`);
   }
+}
+
+export const TOWER_UNIT = 'svc-tower.service';
+const SVC_BIN = fileURLToPath(new URL('../svc.js', import.meta.url));
+
+/** The tower's user unit: `svc tower serve ARGS`, its environment from tower.env in SVC_HOME. */
+export function towerUnit(o: {
+  home: string;
+  userHome: string;
+  args: string[];
+  nodeBin?: string;
+  svcBin?: string;
+}): UserUnit {
+  return {
+    description: 'svc tower: the svc backend (REST, feed, console)',
+    home: o.home,
+    userHome: o.userHome,
+    envFile: 'tower.env',
+    exec: [o.nodeBin ?? process.execPath, o.svcBin ?? SVC_BIN, 'tower', 'serve', ...o.args],
+  };
 }
 
 interface ServeFlags {
@@ -60,7 +85,7 @@ interface ServeFlags {
   logLevel: string;
 }
 
-/** A duration flag in ms; "0" allowed only where it means "no limit". */
+/** A duration option in ms; "0" allowed only where it means "no limit". */
 function durationFlag(flag: string, text: string, zero: boolean): number {
   if (zero && text.trim() === '0') return 0;
   try {
@@ -77,79 +102,45 @@ function durationFlag(flag: string, text: string, zero: boolean): number {
 export function registerTower(program: Command, deps: CommandDeps): void {
   const tower = program.command('tower').description('run and administer the tower (the backend)');
 
-  tower
-    .command('serve')
-    .description('run the tower in the foreground (SQLite in $SVC_HOME/tower unless --database)')
-    .option('--listen <host:port>', 'address to listen on', '127.0.0.1:8008')
-    .option('--database <url>', 'postgres://user@host:5432/db[?schema=NAME] (default: embedded SQLite)')
-    .option('--data-dir <dir>', 'tower data directory (default: $SVC_HOME/tower)')
-    .option('--tls-cert <file>', 'PEM certificate: serve HTTPS')
-    .option('--tls-key <file>', 'PEM private key for --tls-cert')
-    .option('--oidc-issuer <url>', 'accept OIDC JWTs from this issuer (JWKS discovered)')
-    .option('--oidc-audience <aud>', 'required audience of OIDC JWTs')
-    .option('--oidc-domains-claim <name>', 'claim listing the domains of an OIDC user', 'svc_domains')
-    .option('--oidc-jwks-cooldown <duration>', 'minimum time between JWKS refetches', '30s')
-    .option('--rate-limit <n[/window]>', 'requests per principal per window (0 = off)', '6000/1m')
-    .option(
-      '--auth-failure-limit <n[/window]>',
-      'failed authentications per client address per window; past it the address gets 429 before any credential is checked (0 = off)',
-      '120/1m',
-    )
-    .option('--event-retention <duration>', 'how long feed events are kept', '7d')
-    .option(
-      '--ws-compression',
-      'allow per-message deflate on /events/ws for clients that ask (costs memory per connection)',
-    )
-    .option(
-      '--request-deadline <duration>',
-      'answer every request within this; a store too slow or down answers 503 with Retry-After',
-      '15s',
-    )
-    .option(
-      '--store-connect-timeout <duration>',
-      'PostgreSQL: connect, or wait for a pooled connection',
-      '5s',
-    )
-    .option(
-      '--store-statement-timeout <duration>',
-      'PostgreSQL: statement_timeout of every request statement (0 = none)',
-      '10s',
-    )
-    .option(
-      '--store-busy-timeout <duration>',
-      "SQLite: wait this long for another process's write lock",
-      '5s',
-    )
-    .option('--log-level <level>', 'trace|debug|info|warn|error', 'info')
-    .action(async (flags: ServeFlags) => {
-      const { host, port } = parseListen(flags.listen);
-      const requestDeadlineMs = durationFlag('--request-deadline', flags.requestDeadline, false);
-      const storeTimeouts = {
-        connectTimeoutMs: durationFlag('--store-connect-timeout', flags.storeConnectTimeout, false),
-        statementTimeoutMs: durationFlag('--store-statement-timeout', flags.storeStatementTimeout, true),
-      };
-      const busyTimeoutMs = durationFlag('--store-busy-timeout', flags.storeBusyTimeout, true);
-      if (Boolean(flags.tlsCert) !== Boolean(flags.tlsKey)) {
-        throw new UsageError('--tls-cert and --tls-key go together');
-      }
-      if (Boolean(flags.oidcIssuer) !== Boolean(flags.oidcAudience)) {
-        throw new UsageError('--oidc-issuer and --oidc-audience go together');
-      }
-      const env = deps.io.env;
-      // Loaded here, not at the top: every other svc command starts without the tower's code
-      // (Fastify, Kysely, database drivers), which is most of svc's start-up time.
-      const [{ createLogger }, { createTower }] = await Promise.all([
-        import('../../lib/log.js'),
-        import('../../tower/tower.js'),
-      ]);
-      const log = createLogger({ level: flags.logLevel, name: 'tower' });
-      const tls =
-        flags.tlsCert && flags.tlsKey
-          ? { cert: readFileSync(flags.tlsCert), key: readFileSync(flags.tlsKey) }
-          : undefined;
-      const tower = await createTower({
-        database: flags.database ?? env.SVC_DATABASE_URL,
-        dataDir: flags.dataDir ?? deps.io.paths.towerDir,
+  serveOptions(
+    tower
+      .command('serve')
+      .description('run the tower in the foreground (SQLite in $SVC_HOME/tower unless --database)'),
+  ).action(async (_o, cmd: Command) => {
+    const env = deps.io.env;
+    applyServeEnv(cmd, env);
+    const flags = cmd.opts() as ServeFlags;
+    const label = (long: string) => optionLabel(cmd, long);
+    const { host, port } = parseListen(flags.listen, label('--listen'));
+    const requestDeadlineMs = durationFlag(label('--request-deadline'), flags.requestDeadline, false);
+    const storeTimeouts = {
+      connectTimeoutMs: durationFlag(label('--store-connect-timeout'), flags.storeConnectTimeout, false),
+      statementTimeoutMs: durationFlag(label('--store-statement-timeout'), flags.storeStatementTimeout, true),
+    };
+    const busyTimeoutMs = durationFlag(label('--store-busy-timeout'), flags.storeBusyTimeout, true);
+    if (Boolean(flags.tlsCert) !== Boolean(flags.tlsKey)) {
+      throw new UsageError('--tls-cert and --tls-key go together');
+    }
+    if (Boolean(flags.oidcIssuer) !== Boolean(flags.oidcAudience)) {
+      throw new UsageError('--oidc-issuer and --oidc-audience go together');
+    }
+    // Loaded here, not at the top: every other svc command starts without the tower's code
+    // (Fastify, Kysely, database drivers), which is most of svc's start-up time.
+    const [{ createLogger }, { createTower }] = await Promise.all([
+      import('../../lib/log.js'),
+      import('../../tower/tower.js'),
+    ]);
+    const log = createLogger({ level: flags.logLevel, name: 'tower' });
+    const tls =
+      flags.tlsCert && flags.tlsKey
+        ? { cert: readFileSync(flags.tlsCert), key: readFileSync(flags.tlsKey) }
+        : undefined;
+    const dataDir = flags.dataDir ?? deps.io.paths.towerDir;
+    let tower: Awaited<ReturnType<typeof createTower>>;
+    try {
+      tower = await createTower({
+        database: flags.database,
+        dataDir,
         log,
         ...(env.SVC_MASTER_KEY ? { masterKey: env.SVC_MASTER_KEY } : {}),
         ...(tls ? { tls } : {}),
@@ -164,8 +155,8 @@ export function registerTower(program: Command, deps: CommandDeps): void {
               },
             }
           : {}),
-        rateLimit: parseRateLimit(flags.rateLimit ?? '6000/1m'),
-        authFailureLimit: parseRateLimit(flags.authFailureLimit ?? '120/1m'),
+        rateLimit: parseRateLimit(flags.rateLimit ?? '6000/1m', label('--rate-limit')),
+        authFailureLimit: parseRateLimit(flags.authFailureLimit ?? '120/1m', label('--auth-failure-limit')),
         eventRetentionMs: parseDuration(flags.eventRetention ?? '7d'),
         wsCompression: flags.wsCompression === true,
         requestDeadlineMs,
@@ -173,28 +164,66 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         busyTimeoutMs,
         ...(env.SVC_MESH_IN_FLIGHT ? { meshInFlight: parseMeshInFlight(env.SVC_MESH_IN_FLIGHT) } : {}),
       });
-      let url: string;
-      try {
-        url = await tower.listen(host, port);
-      } catch (e) {
-        await tower.stop();
-        throw new SvcError('unavailable', `cannot listen on ${flags.listen}: ${(e as Error).message}`);
-      }
-      // Signal handlers go in before the line that tells a supervisor (or a test) the tower
-      // is up: a SIGTERM right after that line must shut down cleanly, not kill the process.
-      const stopped = new Promise<void>((resolve) => {
-        const onSignal = (sig: string) => {
-          log.info({ signal: sig }, 'shutting down');
-          process.off('SIGTERM', onSignal);
-          process.off('SIGINT', onSignal);
-          void tower.stop().then(resolve);
-        };
-        process.on('SIGTERM', onSignal);
-        process.on('SIGINT', onSignal);
-      });
-      deps.io.out(`svc tower listening on ${url} (${tower.ctx.store.describe})`);
-      await stopped;
+    } catch (e) {
+      throw storeOpenError(e, flags.database, dataDir);
+    }
+    let url: string;
+    try {
+      url = await tower.listen(host, port);
+    } catch (e) {
+      await tower.stop();
+      throw listenError(flags.listen, e);
+    }
+    // Signal handlers go in before the line that tells a supervisor (or a test) the tower
+    // is up: a SIGTERM right after that line must shut down cleanly, not kill the process.
+    const stopped = new Promise<void>((resolve) => {
+      const onSignal = (sig: string) => {
+        log.info({ signal: sig }, 'shutting down');
+        process.off('SIGTERM', onSignal);
+        process.off('SIGINT', onSignal);
+        void tower.stop().then(resolve);
+      };
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
     });
+    deps.io.out(`svc tower listening on ${url} (${tower.ctx.store.describe})`);
+    await stopped;
+  });
+
+  serveOptions(
+    tower
+      .command('install-unit')
+      .description(
+        'write a systemd user unit that runs "svc tower serve" with the options given here, and print how to enable it',
+      ),
+  ).action(async (_o, cmd: Command) => {
+    const env = deps.io.env;
+    // Checked now, not at the unit's first start.
+    parseListen(cmd.opts<ServeFlags>().listen);
+    const args = givenArgs(cmd);
+    const home = deps.io.paths.home;
+    const { unitFile, envFile } = await installUserUnit(
+      env,
+      TOWER_UNIT,
+      towerUnit({ home, userHome: env.HOME || homedir(), args }),
+      'Environment of the svc-tower user unit: SVC_TOWER_* options, SVC_MASTER_KEY',
+    );
+    const next = [
+      'systemctl --user daemon-reload',
+      `systemctl --user enable --now ${TOWER_UNIT}`,
+      'loginctl enable-linger "$USER"   # keep it running after logout',
+    ];
+    const out = { unit_file: unitFile, env_file: envFile, args, next };
+    print(deps.io, Boolean(globals(cmd).json), out, () =>
+      [
+        `wrote ${unitFile}`,
+        `options and secrets (a --database password, SVC_MASTER_KEY) go in ${envFile}, as SVC_TOWER_* lines`,
+        '',
+        'enable it with:',
+        ...next.map((c) => `  ${c}`),
+      ].join('\n'),
+    );
+  });
 
   const keys = tower.command('keys').description('node JWT signing keys');
   keys

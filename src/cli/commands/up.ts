@@ -1,71 +1,58 @@
 // `svc up` / `svc down`: the one-command local start. A tower (embedded SQLite in
 // $SVC_HOME/tower) and svcd run in the background, the node is registered, and a demo agent of
 // the reference ACP runtime is enrolled and supervised. Running `svc up` again reuses what runs;
-// `svc down` stops both. What was started is recorded in $SVC_HOME/up.json.
-import { spawn } from 'node:child_process';
-import { existsSync, openSync, readFileSync } from 'node:fs';
+// `svc down` stops svcd (whoever started it), the agents that outlive it (tmux sessions,
+// systemd units) and the tower. The tower and the demo are recorded in $SVC_HOME/up.json, svcd
+// in $SVC_HOME/svcd/daemon.json as `svc daemon up` records it.
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
+import { loadSvcdConfig } from '../../daemon/config/config.js';
 import { readNodeIdentity, writeNodeIdentity } from '../../daemon/identity.js';
 import { daemonPaths } from '../../daemon/paths.js';
+import { exec } from '../../daemon/process/exec.js';
+import { tmuxSocketOf } from '../../daemon/supervisor/backends/tmux.js';
+import { systemClock } from '../../lib/clock.js';
 import { requestJson } from '../../lib/http.js';
 import type { List } from '../../protocol/common.js';
 import { errorFromProblem, SvcError } from '../../protocol/errors.js';
 import type { Agent } from '../../protocol/mesh.js';
 import type { NodeRegistered } from '../../protocol/nodes.js';
 import type { Domain, Mission } from '../../protocol/records.js';
+import { exitedError, logTail, startDetached, waitReady } from '../background.js';
 import { type CommandDeps, globals } from '../deps.js';
+import { ensureDir, skillsHome } from '../doctor/homes.js';
 import { mgmtCall } from '../mgmt-client.js';
 import { print } from '../output.js';
-import { SVCD_NODE_FLAGS } from '../svcd-launch.js';
+import { UsageError } from '../run.js';
+import { alive, chooseBooster, readDaemonRecord, startSvcd, stopSvcd, svcdStatus } from '../svcd-process.js';
 
 const SVC_BIN = fileURLToPath(new URL('../svc.js', import.meta.url));
-const SVCD_BIN = fileURLToPath(new URL('../svcd.js', import.meta.url));
 const DEMO_PROFILE = 'demo';
 
 interface UpState {
   tower?: { pid: number; url: string };
-  svcd?: { pid: number };
   node_file?: string;
   demo?: { domain_id: string; mission_id: string; agent_id: string };
 }
 
-function alive(pid: number | undefined): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
+/** Why the tower of `svc up` exited at start, with what to do about a port in use. */
+export function towerExitError(port: string, exit: number | string, output: string): SvcError {
+  if (/EADDRINUSE|address already in use/.test(output)) {
+    return new SvcError(
+      'unavailable',
+      [
+        `the tower cannot listen on 127.0.0.1:${port}: the port is in use.`,
+        '  another "svc up" may run with this SVC_HOME: svc down (or with that install\'s SVC_HOME set)',
+        '  or start on another port: svc up --port <N> (0 picks a free one)',
+        output,
+      ].join('\n'),
+    );
   }
-}
-
-async function until<T>(
-  what: string,
-  ms: number,
-  fn: () => Promise<T | null>,
-  hint: () => string,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => null);
-    if (v !== null) return v;
-    if (Date.now() > deadline)
-      throw new SvcError('unavailable', `${what} did not come up within ${ms / 1000} s${hint()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-function tail(file: string): string {
-  try {
-    const lines = readFileSync(file, 'utf8').trim().split('\n');
-    return `\nlast lines of ${file}:\n${lines.slice(-15).join('\n')}`;
-  } catch {
-    return '';
-  }
+  return exitedError('the tower', exit, output);
 }
 
 export function registerUp(program: Command, deps: CommandDeps): void {
@@ -86,13 +73,23 @@ export function registerUp(program: Command, deps: CommandDeps): void {
     .description('start a local tower and svcd with a demo agent (again: reuses what runs)')
     .option('--port <port>', 'tower port on 127.0.0.1 (0: any free port)', '8008')
     .option('--hostname <hostname>', 'name of this node', osHostname())
-    .action(async (o: { port: string; hostname: string }, cmd: Command) => {
+    // Long: a start that fails ends the wait at once (the child's exit); only a start that
+    // hangs waits this out, and a loaded machine can take tens of seconds to start a tower.
+    .option('--timeout <seconds>', 'how long to wait for each part to come up', '120')
+    .action(async (o: { port: string; hostname: string; timeout: string }, cmd: Command) => {
       const json = Boolean(globals(cmd).json);
+      const startTimeoutMs = Number(o.timeout) * 1000;
+      if (!Number.isFinite(startTimeoutMs) || startTimeoutMs <= 0) {
+        throw new UsageError(`--timeout must be a positive number of seconds, not "${o.timeout}"`);
+      }
       const say = (line: string) => {
         if (!json) deps.io.err(line);
       };
       const logs = join(home(), 'logs');
       await mkdir(logs, { recursive: true, mode: 0o700 });
+      // What `svc system doctor --fix` would create, so the doctor passes right after svc up.
+      const skills = await ensureDir('svc_skills_home', skillsHome(deps.io.env, home()).path);
+      if (skills.changed) say(`svc_skills_home: ${skills.action}`);
       const state = await readState();
       const env = { ...deps.io.env, SVC_HOME: home() };
 
@@ -105,29 +102,24 @@ export function registerUp(program: Command, deps: CommandDeps): void {
         say(`tower already running at ${url} (pid ${state.tower.pid})`);
       } else {
         const log = join(logs, 'tower.log');
-        const out = openSync(log, 'a');
-        const mark = existsSync(log) ? readFileSync(log, 'utf8').length : 0;
-        const child = spawn(
-          process.execPath,
-          [SVC_BIN, 'tower', 'serve', '--listen', `127.0.0.1:${o.port}`],
-          {
-            env,
-            detached: true,
-            stdio: ['ignore', out, out],
-          },
-        );
-        child.unref();
+        const child = startDetached({
+          argv: [process.execPath, SVC_BIN, 'tower', 'serve', '--listen', `127.0.0.1:${o.port}`],
+          env,
+          log,
+        });
         say(`starting the tower (log: ${log})`);
-        url = await until(
-          'the tower',
-          30_000,
-          async () => {
-            if (!alive(child.pid)) throw new SvcError('unavailable', `the tower exited${tail(log)}`);
-            const m = /listening on (\S+)/.exec(readFileSync(log, 'utf8').slice(mark));
+        url = await waitReady({
+          what: 'the tower',
+          child,
+          timeoutMs: startTimeoutMs,
+          clock: systemClock,
+          ready: async () => {
+            const m = /listening on (\S+)/.exec(child.output());
             return m?.[1] && (await healthy(m[1])) ? m[1] : null;
           },
-          () => tail(log),
-        );
+          onExit: (exit, output) => towerExitError(o.port, exit, output),
+          hint: () => logTail(log),
+        });
         state.tower = { pid: child.pid as number, url };
         await writeState(state);
       }
@@ -201,51 +193,44 @@ export function registerUp(program: Command, deps: CommandDeps): void {
       }
       await writeState(state);
 
-      // 4. svcd.
+      // 4. svcd, started as `svc daemon up --no-systemd` would (same record, same booster).
       const mgmtSock = daemonPaths(home()).mgmtSock;
-      const status = async () =>
-        mgmtCall<{ tower: { connected: boolean }; pid: number }>(mgmtSock, 'daemon.status');
-      const running = await status().catch(() => null);
+      const running = await svcdStatus(home()).catch(() => null);
       if (running) {
         say(`svcd already running (pid ${running.pid})`);
-        state.svcd = { pid: running.pid };
       } else {
         const log = join(logs, 'svcd.log');
-        const out = openSync(log, 'a');
-        const child = spawn(process.execPath, [...SVCD_NODE_FLAGS, SVCD_BIN, 'run', '--backend-url', url], {
-          env: { ...env, SVC_NODE_FILE: nodeFile },
-          detached: true,
-          stdio: ['ignore', out, out],
-        });
-        child.unref();
+        const booster = chooseBooster(undefined, await readDaemonRecord(home()));
         say(`starting svcd (log: ${log})`);
-        state.svcd = { pid: child.pid as number };
-        await writeState(state);
-        await until(
-          'svcd',
-          30_000,
-          async () => {
-            if (!alive(child.pid)) throw new SvcError('unavailable', `svcd exited${tail(log)}`);
-            const s = await status();
-            return s.tower.connected ? s : null;
-          },
-          () => tail(log),
-        );
+        if (booster.path) say(`with the booster of its last start, ${booster.path}`);
+        await startSvcd({
+          home: home(),
+          env: { ...env, SVC_NODE_FILE: nodeFile },
+          url,
+          boosterWasm: booster.path,
+          systemd: false,
+          timeoutMs: startTimeoutMs,
+          clock: systemClock,
+          log,
+          ready: (s) => s.tower?.connected === true,
+        });
       }
       // 5. The demo agent: svcd starts it in the background once it runs; the next command
       // printed below signals it, so wait until its session is up (under load that takes a
       // moment after svcd reports the tower connected).
-      await until(
-        'the demo agent',
-        30_000,
-        async () => {
+      await waitReady({
+        what: 'the demo agent',
+        child: null,
+        timeoutMs: startTimeoutMs,
+        clock: systemClock,
+        ready: async () => {
           const list = await mgmtCall<{ items: { id: string; state: string }[] }>(mgmtSock, 'agent.list');
           const a = list.items.find((x) => x.id === agentId);
           // Not in agents.toml (a file the operator wrote): nothing of ours to wait for.
           return !a || a.state === 'running' ? list : null;
         },
-        () => tail(join(logs, 'svcd.log')),
-      );
+        hint: () => logTail(join(logs, 'svcd.log')),
+      });
       await writeState(state);
 
       // Run through npx (the README's first command), the next commands need npx too.
@@ -283,27 +268,60 @@ export function registerUp(program: Command, deps: CommandDeps): void {
 
   program
     .command('down')
-    .description('stop the tower and svcd that "svc up" started')
+    .description(
+      'stop svcd, the agents that outlive it (tmux sessions, systemd units), and the tower "svc up" started',
+    )
     .action(async (_o, cmd: Command) => {
       const state = await readState();
       const stopped: string[] = [];
-      for (const [name, pid] of [
-        ['svcd', state.svcd?.pid],
-        ['tower', state.tower?.pid],
-      ] as const) {
-        if (!alive(pid)) continue;
+      const agents = await stopLingeringAgents(home());
+      const svcd = await stopSvcd({ home: home(), env: deps.io.env, timeoutMs: 15_000, clock: systemClock });
+      if (svcd.stopped) stopped.push(`svcd${svcd.pid ? ` (pid ${svcd.pid})` : ''}`);
+      if (agents.length > 0) stopped.push(`agents ${agents.join(', ')}`);
+      // svcd was not there to stop its tmux agents: end this home's tmux server itself.
+      if (!svcd.stopped && (await killOwnTmuxServer(home(), deps.io.env))) stopped.push('tmux sessions');
+      const pid = state.tower?.pid;
+      if (alive(pid)) {
         process.kill(pid as number, 'SIGTERM');
-        const deadline = Date.now() + 15_000;
-        while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+        const deadline = systemClock.now() + 15_000;
+        while (alive(pid) && systemClock.now() < deadline) await systemClock.sleep(100);
         if (alive(pid)) process.kill(pid as number, 'SIGKILL');
-        stopped.push(`${name} (pid ${pid})`);
+        stopped.push(`tower (pid ${pid})`);
       }
-      delete state.svcd;
       delete state.tower;
       await writeState(state).catch(() => {});
       const out = { stopped };
       print(deps.io, Boolean(globals(cmd).json), out, () =>
-        stopped.length > 0 ? `stopped ${stopped.join(' and ')}` : 'nothing was running',
+        stopped.length > 0 ? `stopped ${stopped.join(', ')}` : 'nothing was running',
       );
     });
+}
+
+/**
+ * Stops, through svcd, the running agents whose units outlive it (tmux sessions, systemd
+ * units; process units end with svcd). The stop is not remembered: the next svcd starts them
+ * as agents.toml says. Returns their ids; none when svcd does not answer.
+ */
+async function stopLingeringAgents(home: string): Promise<string[]> {
+  const sock = daemonPaths(home).mgmtSock;
+  const list = await mgmtCall<{ items: { id: string; backend: string; state: string }[] }>(
+    sock,
+    'agent.list',
+  ).catch(() => null);
+  const lingering = (list?.items ?? []).filter((a) => a.backend !== 'process' && a.state === 'running');
+  for (const a of lingering) await mgmtCall(sock, 'agent.stop', { id: a.id });
+  return lingering.map((a) => a.id);
+}
+
+/**
+ * Ends the tmux server of this SVC_HOME (its mux_hosted agents' sessions), only when it is the
+ * home's own (tmux_socket not set in config.toml: a shared socket may hold others' sessions).
+ * True when a server was running.
+ */
+async function killOwnTmuxServer(home: string, env: NodeJS.ProcessEnv): Promise<boolean> {
+  const config = await loadSvcdConfig(daemonPaths(home).configToml).catch(() => null);
+  if (!config || config.supervisor.tmuxSocket !== null) return false;
+  const tmuxEnv = { ...env, TMUX: undefined, TMUX_PANE: undefined };
+  const r = await exec(['tmux', '-L', tmuxSocketOf(home), 'kill-server'], tmuxEnv).catch(() => null);
+  return r?.code === 0;
 }

@@ -34,6 +34,7 @@ function healthy(): DoctorFacts {
     agentId: { file: '/h/agent_id', value: 'ag_1', error: null },
     identity: {
       file: '/h/node.json',
+      why: 'SVC_HOME is set; /etc/svc/node.json is not used',
       fact: { ...dir('/h/node.json', 0o600), kind: 'file' },
       identity: { node_id: 'nd_1', hostname: 'n1', backend_url: 'http://127.0.0.1:8008', jwt: 'j' },
       error: null,
@@ -98,6 +99,17 @@ describe('doctor checks', () => {
     expect(checks.filter((c) => c.status !== 'ok')).toEqual([]);
     expect(checks.every((c) => c.hint === null)).toBe(true);
     expect(byName(healthy()).control_channel?.detail).toContain('2 reconnects since start');
+  });
+
+  it('names the identity file in use and why', () => {
+    expect(byName(healthy()).node_identity?.detail).toBe(
+      'n1 (nd_1) in /h/node.json (SVC_HOME is set; /etc/svc/node.json is not used)',
+    );
+    const f = healthy();
+    f.identity = { ...f.identity, identity: null, error: 'no node identity at /h/node.json (ENOENT)' };
+    expect(byName(f).node_identity?.detail).toBe(
+      'no node identity at /h/node.json (ENOENT) (SVC_HOME is set; /etc/svc/node.json is not used)',
+    );
   });
 
   const table: [string, (f: DoctorFacts) => void, string, 'warn' | 'fail', RegExp][] = [

@@ -47,7 +47,7 @@ function nodeChecks(f: DoctorFacts): Check[] {
   const id = f.identity;
   const register = `svc agent node register --hostname <hostname> --url ${f.tower.url}`;
   if (!id.identity) {
-    out.push(fail('node_identity', id.error ?? `no node identity at ${id.file}`, register));
+    out.push(fail('node_identity', `${id.error ?? `no node identity at ${id.file}`} (${id.why})`, register));
   } else if (id.fact.mode !== null && (id.fact.mode & 0o077) !== 0) {
     out.push(
       fail(
@@ -57,7 +57,9 @@ function nodeChecks(f: DoctorFacts): Check[] {
       ),
     );
   } else {
-    out.push(ok('node_identity', `${id.identity.hostname} (${id.identity.node_id}) in ${id.file}`));
+    out.push(
+      ok('node_identity', `${id.identity.hostname} (${id.identity.node_id}) in ${id.file} (${id.why})`),
+    );
   }
 
   const health = f.tower.health;

@@ -31,6 +31,8 @@ export interface DoctorFacts {
   agentId: { file: string; value: string | null; error: string | null };
   identity: {
     file: string;
+    /** Why this file (SVC_NODE_FILE, SVC_HOME, the system file, the running svcd's). */
+    why: string;
     fact: PathFact;
     identity: NodeIdentity | null;
     /** Why it could not be read (missing, not JSON, lacks a field). */

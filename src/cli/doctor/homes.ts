@@ -35,7 +35,7 @@ export async function readAgentId(file: string): Promise<{ value: string | null;
   return { value: v, error: null };
 }
 
-async function ensureDir(name: string, path: string): Promise<Fix> {
+export async function ensureDir(name: string, path: string): Promise<Fix> {
   // mkdir -p returns the first directory it created, undefined when all existed.
   let made: string | undefined;
   try {

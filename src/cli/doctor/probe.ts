@@ -4,16 +4,16 @@
 import { execFile } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { nodeFileForRead, readNodeIdentity } from '../../daemon/identity.js';
+import { nodeFile, readNodeIdentity } from '../../daemon/identity.js';
 import { daemonPaths } from '../../daemon/paths.js';
 import type { Clock } from '../../lib/clock.js';
 import { requestJson } from '../../lib/http.js';
 import { checkBaseUrl } from '../../lib/url.js';
 import type { NodeIdentity } from '../../protocol/nodes.js';
-import { hasUserBus } from '../commands/daemon.js';
 import type { CliIO } from '../io.js';
 import { resolveCredentials } from '../login-store.js';
 import { MgmtClient } from '../mgmt-client.js';
+import { hasUserBus } from '../user-unit.js';
 import type { DoctorFacts, HttpProbe, PathFact, ToolFact } from './facts.js';
 import { agentIdFile, readAgentId, skillsHome } from './homes.js';
 
@@ -145,7 +145,14 @@ export async function gatherFacts(io: CliIO, clock: Clock, opts: ProbeOptions): 
   const paths = daemonPaths(home);
   const skills = skillsHome(env, home);
 
-  const idFile = nodeFileForRead(env, home);
+  const { daemon, fanout } = await askDaemon(paths.mgmtSock);
+  // The file the running svcd read (svc up starts it with its own SVC_NODE_FILE), else the one
+  // svcd would read here.
+  const daemonFile = typeof daemon.status?.node_file === 'string' ? daemon.status.node_file : null;
+  const chosen = daemonFile
+    ? { file: daemonFile, why: 'the running svcd uses it' }
+    : nodeFile(env, home, 'read');
+  const idFile = chosen.file;
   let identity: NodeIdentity | null = null;
   let idError: string | null = null;
   try {
@@ -170,7 +177,6 @@ export async function gatherFacts(io: CliIO, clock: Clock, opts: ProbeOptions): 
     opError = (e as Error).message;
   }
 
-  const { daemon, fanout } = await askDaemon(paths.mgmtSock);
   const daemonUrl = typeof daemon.status?.backend_url === 'string' ? daemon.status.backend_url : null;
   const tower: { url: string; source: DoctorFacts['tower']['source'] } = daemonUrl
     ? { url: daemonUrl, source: 'daemon' }
@@ -205,7 +211,7 @@ export async function gatherFacts(io: CliIO, clock: Clock, opts: ProbeOptions): 
     home: pathFact(home),
     skillsHome: { ...pathFact(skills.path), fromEnv: skills.fromEnv },
     agentId: { file: agentFile, ...agent },
-    identity: { file: idFile, fact: pathFact(idFile), identity, error: idError },
+    identity: { file: idFile, why: chosen.why, fact: pathFact(idFile), identity, error: idError },
     tower: { ...tower, health },
     nodeAuth,
     operator: { url: opUrl, hasToken: Boolean(opToken), error: opError, probe: opProbe },

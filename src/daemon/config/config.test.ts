@@ -36,7 +36,7 @@ describe('config.toml', () => {
     expect(c.supervisor).toEqual({
       backend: 'auto',
       stopGraceMs: 10_000,
-      tmuxSocket: 'svc',
+      tmuxSocket: null,
       logMaxBytes: 10 * 1024 * 1024,
       logKeep: 3,
     });

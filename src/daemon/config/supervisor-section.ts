@@ -10,8 +10,11 @@ export interface SupervisorConfig {
   backend: (typeof BACKEND_CHOICES)[number];
   /** SIGTERM → SIGKILL grace when stopping an agent's process group. */
   stopGraceMs: number;
-  /** tmux server socket name (tmux -L) of mux_hosted agents. */
-  tmuxSocket: string;
+  /**
+   * tmux server socket name (tmux -L) of mux_hosted agents; null: one of this SVC_HOME's own
+   * (backends/tmux.ts tmuxSocketOf), so two installs on one machine never share sessions.
+   */
+  tmuxSocket: string | null;
   /** Output log rotation: size of one file, rotated files kept. */
   logMaxBytes: number;
   logKeep: number;
@@ -36,8 +39,8 @@ export interface WatchdogConfig {
 export const supervisorSection: ConfigSection<SupervisorConfig> = {
   parse(t) {
     t?.onlyKeys(['backend', 'stop_grace', 'tmux_socket', 'log_max_bytes', 'log_keep']);
-    const tmuxSocket = t?.string('tmux_socket') ?? 'svc';
-    if (t && !/^[A-Za-z0-9_.-]{1,64}$/.test(tmuxSocket)) {
+    const tmuxSocket = t?.string('tmux_socket') ?? null;
+    if (t && tmuxSocket !== null && !/^[A-Za-z0-9_.-]{1,64}$/.test(tmuxSocket)) {
       throw t.error('tmux_socket', 'use 1-64 letters, digits, "_", "." or "-"');
     }
     return {

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../lib/log.js';
 import { Empty } from '../../protocol/common.js';
 import { isSvcError } from '../../protocol/errors.js';
+import { RUNTIME_KINDS, RuntimeKindSchema } from '../../protocol/runtimes.js';
 import { MgmtServer } from './server.js';
 
 async function outcome(server: MgmtServer, method: string, params: unknown): Promise<unknown> {
@@ -50,6 +51,17 @@ describe('MgmtServer params validation', () => {
     expect(await outcome(server, 'typed', { id: 1 })).toEqual({
       code: 'validation_failed',
       message: 'params/id: must be string',
+    });
+  });
+});
+
+describe('MgmtServer params errors', () => {
+  it('names the valid runtime kinds for an unknown one', async () => {
+    const server = new MgmtServer(silentLogger());
+    server.register('enroll', async (p) => p, Type.Object({ runtime: RuntimeKindSchema }));
+    expect(await outcome(server, 'enroll', { runtime: 'delta_cli' })).toEqual({
+      code: 'validation_failed',
+      message: `params/runtime: must be one of ${JSON.stringify(RUNTIME_KINDS)}`,
     });
   });
 });

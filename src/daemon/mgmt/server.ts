@@ -14,6 +14,7 @@ import type { Logger } from '../../lib/log.js';
 import { compileCheck } from '../../protocol/check.js';
 import { Empty } from '../../protocol/common.js';
 import { isSvcError, SvcError } from '../../protocol/errors.js';
+import { collapseConstUnions } from '../../protocol/field-errors.js';
 import {
   errorFromRpc,
   JSONRPC_INTERNAL_ERROR,
@@ -53,7 +54,9 @@ function compile(schema: TSchema): Check {
   }
   const validate = ajv.compile(schema);
   return (p) =>
-    validate(p) ? null : (validate.errors?.[0] ?? { keyword: '', instancePath: '', params: {} });
+    validate(p)
+      ? null
+      : (collapseConstUnions(validate.errors ?? [])[0] ?? { keyword: '', instancePath: '', params: {} });
 }
 
 /** `Empty` (no params), the schema of most methods, checked as Ajv would without Ajv. */

@@ -1,6 +1,6 @@
 // PTY agents (pty = true): output tap, typed input, resize reaching the terminal, the
 // terminal handed over again after a restart — the surface the attach gateway uses.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeTestDaemonContext, type TestDaemonContext } from '../../../test/support/daemon-ctx.js';
 import { waitFor } from '../../../test/support/poll.js';
@@ -78,5 +78,33 @@ describe('PTY agents', () => {
     });
     next.write('again\r');
     await waitFor('the echo after restart', () => out2.includes('echo: again'));
+  });
+});
+
+describe('the attachable agent of docs/attach.md', () => {
+  it('stays up in its terminal and answers what is typed', async () => {
+    const doc = readFileSync(new URL('../../../docs/attach.md', import.meta.url), 'utf8');
+    const example = /```toml\n([\s\S]*?)```/.exec(doc)?.[1];
+    expect(example, 'the agents.toml example of docs/attach.md').toMatch(/pty = true/);
+    t = await makeTestDaemonContext({ clock: new FakeClock(Date.parse('2025-06-10T10:00:00Z')) });
+    writeFileSync(t.ctx.paths.agentsToml, example as string);
+    const config = defaultSvcdConfig();
+    config.supervisor.stopGraceMs = 2000;
+    sup = createSupervisor(t.ctx, { config, userBus: false });
+    await sup.start();
+    const id = sup.listAgents()[0]?.id as string;
+    const term = sup.terminal(id) as AgentTerminal;
+    let out = '';
+    let exited = false;
+    term.onData((c) => {
+      out += c.toString('utf8');
+    });
+    term.onExit(() => {
+      exited = true;
+    });
+    term.write('hello attach\r');
+    await waitFor('the echo, or the agent exiting', () => out.includes('echo: hello attach') || exited);
+    expect(exited).toBe(false);
+    expect(sup.listAgents()[0]).toMatchObject({ state: 'running', restarts: 0, pty: true });
   });
 });

@@ -22,7 +22,7 @@ import { renderCommand, resolveSelf, selfCommand } from '../runtimes/template.js
 import { type AgentSpec, type BackendKind, loadAgentsFile } from './agents-file.js';
 import { createProcessBackend } from './backends/process.js';
 import { createSystemdBackend } from './backends/systemd.js';
-import { createTmuxBackend } from './backends/tmux.js';
+import { createTmuxBackend, tmuxSocketOf } from './backends/tmux.js';
 import type { RunningUnit, UnitBackend, UnitLaunch } from './backends/types.js';
 import { registerAgentMethods } from './methods.js';
 import { nextNightly } from './nightly.js';
@@ -141,11 +141,12 @@ export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps = {}):
     return config;
   };
   const stopGraceMs = () => cfg().supervisor.stopGraceMs;
+  const tmuxSocket = () => cfg().supervisor.tmuxSocket ?? tmuxSocketOf(ctx.paths.home);
   const baseEnv = withoutCredentials(ctx.env);
   const backends: Record<BackendKind, UnitBackend> = {
     process: createProcessBackend({ clock: ctx.clock, waits, stopGraceMs }),
     tmux: createTmuxBackend({
-      socket: () => cfg().supervisor.tmuxSocket,
+      socket: tmuxSocket,
       env: baseEnv,
       waits,
       stopGraceMs,
@@ -409,8 +410,7 @@ export function createSupervisor(ctx: DaemonContext, deps: SupervisorDeps = {}):
   }
 
   function statusOf(a: Agent): AgentStatus {
-    const tmux =
-      a.backend.kind === 'tmux' ? { socket: cfg().supervisor.tmuxSocket, session: a.unitName } : null;
+    const tmux = a.backend.kind === 'tmux' ? { socket: tmuxSocket(), session: a.unitName } : null;
     return {
       id: a.spec.id,
       runtime: a.spec.runtime,

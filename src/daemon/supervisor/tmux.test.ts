@@ -9,6 +9,7 @@ import { waitFor } from '../../../test/support/poll.js';
 import { isAlive, psGroup } from '../../../test/support/ps.js';
 import { FakeClock } from '../../lib/clock.js';
 import { defaultSvcdConfig } from '../config/config.js';
+import { tmuxSocketOf } from './backends/tmux.js';
 import { createSupervisor, type Supervisor } from './supervisor.js';
 
 const SOCKET = `svc-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
@@ -112,5 +113,49 @@ describe('tmux backend (mux_hosted)', () => {
     expect(psGroup(next)).toEqual([]);
     expect(tmux('has-session', '-t', '=pane').status).toBe(1);
     await expect(sup.signal('pane', 'x')).rejects.toMatchObject({ code: 'agent_not_running' });
+  });
+});
+
+describe('tmux socket per SVC_HOME', () => {
+  const homes: TestDaemonContext[] = [];
+  afterEach(async () => {
+    for (const h of homes.splice(0)) {
+      spawnSync('tmux', ['-L', tmuxSocketOf(h.home), 'kill-server']);
+      rmSync(
+        join(process.env.TMUX_TMPDIR ?? '/tmp', `tmux-${process.getuid?.() ?? 0}`, tmuxSocketOf(h.home)),
+        {
+          force: true,
+        },
+      );
+      await h.close();
+    }
+  });
+
+  it('gives each SVC_HOME its own tmux server, so two installs can both run a session "desk"', async () => {
+    const started: Supervisor[] = [];
+    for (let i = 0; i < 2; i++) {
+      const h = await makeTestDaemonContext({ clock: new FakeClock(Date.parse('2025-06-10T10:00:00Z')) });
+      homes.push(h);
+      writeFileSync(h.ctx.paths.agentsToml, '[[agent]]\nid = "desk"\nruntime = "mux_hosted"\n');
+      const config = defaultSvcdConfig();
+      config.supervisor.stopGraceMs = 2000;
+      const s = createSupervisor(h.ctx, { config, userBus: false });
+      sups.push(s);
+      await s.start();
+      started.push(s);
+    }
+    const [a, b] = started.map((s) => s.listAgents()[0]);
+    const [ha, hb] = homes.map((h) => h.home);
+    expect(a).toMatchObject({
+      state: 'running',
+      tmux: { socket: tmuxSocketOf(ha as string), session: 'desk' },
+    });
+    expect(b).toMatchObject({
+      state: 'running',
+      tmux: { socket: tmuxSocketOf(hb as string), session: 'desk' },
+    });
+    expect(tmuxSocketOf(ha as string)).not.toBe(tmuxSocketOf(hb as string));
+    expect(tmuxSocketOf(ha as string)).toMatch(/^svc-[0-9a-f]{12}$/);
+    expect(a?.pid).not.toBe(b?.pid);
   });
 });

@@ -56,9 +56,7 @@ export async function createTask(
     updated_at: now,
   });
   if (policy !== 'broadcast') {
-    const row = await deps.store.insertTask(p, missionId, rowOf);
-    if (row === null) throw missionNotFound(missionId);
-    const task = taskOf(row);
+    const task = taskOf(await deps.store.insertTask(p, missionId, rowOf));
     deps.hooks.onClaimable?.(task);
     return task;
   }

@@ -120,6 +120,26 @@ describe.each(STORES)('mesh claims on %s', (store) => {
     }
   });
 
+  it('refuses a task assigned to an agent not enrolled in its domain with 404 naming the agent', async () => {
+    const otherDomain = ((await t.call('POST', '/domains', { name: 'elsewhere' })).body as { id: string }).id;
+    const stranger = await enroll([], otherDomain);
+    const before = (await t.call('GET', `/work/missions/${missionId}/tasks?limit=500`)).body.items as Task[];
+    for (const agentId of ['ag_nosuchagent', stranger.id]) {
+      const r = await submit({ claim_policy: 'assigned', assigned_agent_id: agentId });
+      expect([r.status, r.body.code]).toEqual([404, 'agent_not_found']);
+      expect(r.body.detail).toBe(
+        `agent ${agentId} is not enrolled in domain ${domainId} (the mission's): an assigned task needs an agent that can claim it (see: svc agent list --domain ${domainId})`,
+      );
+    }
+    // Nothing was written: no task, no event.
+    const after = (await t.call('GET', `/work/missions/${missionId}/tasks?limit=500`)).body.items as Task[];
+    expect(after.map((x) => x.id)).toEqual(before.map((x) => x.id));
+    const refused = (await loggedEvents(t.tower.ctx.store.db)).filter(
+      (e) => ['ag_nosuchagent', stranger.id].includes(e.agent_id ?? '') && e.payload.includes('"created"'),
+    );
+    expect(refused).toEqual([]);
+  });
+
   it('gives each task to exactly one of many concurrent claimers', async () => {
     const d = ((await t.call('POST', '/domains', { name: 'race' })).body as { id: string }).id;
     const m = ((await t.call('POST', `/domains/${d}/m`, { name: 'r' })).body as { id: string }).id;

@@ -24,14 +24,15 @@ export type FastOutcome<T> = { done: T } | { refused: SvcError } | { general: tr
 export interface MeshStore {
   /**
    * Writes a new task (not a broadcast: its runs are written by the general path) with its
-   * mission entry and `created` event. `build` makes the row at the write's time. Returns the
-   * row, or null when `p` sees no such mission (nothing written).
+   * mission entry and `created` event; `build` makes the row at the write's time. Refuses,
+   * writing nothing, a mission `p` does not see (not_found) and an assigned agent not enrolled
+   * in the mission's domain (agent_not_found).
    */
   insertTask(
     p: Principal,
     missionId: string,
     build: (nowMs: number, now: string) => NewTaskRow,
-  ): Promise<MeshTaskRow | null>;
+  ): Promise<MeshTaskRow>;
   /**
    * Claims up to `max` tasks `agentId` may take, best first (highest priority, then oldest),
    * each with its own lease and `claimed` event. Null when the agent is not one `p` may

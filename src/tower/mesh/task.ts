@@ -64,6 +64,14 @@ export function missionNotFound(missionId: string): SvcError {
   return new SvcError('not_found', `mission ${missionId} not found`);
 }
 
+/** An assigned task's agent is not one of the mission's domain: nobody could claim it. */
+export function assignedAgentNotFound(agentId: string, domainId: string): SvcError {
+  return new SvcError(
+    'agent_not_found',
+    `agent ${agentId} is not enrolled in domain ${domainId} (the mission's): an assigned task needs an agent that can claim it (see: svc agent list --domain ${domainId})`,
+  );
+}
+
 export function agentNotFound(agentId: string): SvcError {
   return new SvcError(
     'agent_not_found',

@@ -1,7 +1,9 @@
 // The tmux backend (runtime mux_hosted): one detached tmux session per agent on svcd's own
-// tmux server socket (tmux -L <socket>). The session outlives svcd and is re-adopted by the
-// next one. Output is piped (pipe-pane) into `svcd log-pipe`, which rotates it by size.
-// `signal` types the prompt into the pane and presses Enter.
+// tmux server socket (tmux -L <socket>, one per SVC_HOME). The session outlives svcd and is
+// re-adopted by the next one. Output is piped (pipe-pane) into `svcd log-pipe`, which rotates
+// it by size. `signal` types the prompt into the pane and presses Enter.
+import { createHash } from 'node:crypto';
+import { resolve } from 'node:path';
 import type { Clock } from '../../../lib/clock.js';
 import { SvcError } from '../../../protocol/errors.js';
 import { exec } from '../../process/exec.js';
@@ -17,6 +19,17 @@ export interface TmuxBackendDeps {
   stopGraceMs: () => number;
   /** argv prefix that runs this install's svcd (for log-pipe). */
   self: string[];
+}
+
+/**
+ * The tmux socket name of an SVC_HOME: `svc-` and 12 hex digits of the SHA-256 of its absolute
+ * path, so each install has its own tmux server (sessions of one never clash with, or are
+ * adopted by, another's), and the same home always finds its sessions again. A name, not a
+ * path (tmux -L: under tmux's own directory), since a socket path under a deep SVC_HOME can
+ * exceed the 107 bytes a unix socket path may have.
+ */
+export function tmuxSocketOf(home: string): string {
+  return `svc-${createHash('sha256').update(resolve(home)).digest('hex').slice(0, 12)}`;
 }
 
 /** Names of the agent-specific variables: those that differ from what tmux itself runs with. */

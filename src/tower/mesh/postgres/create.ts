@@ -1,6 +1,6 @@
-// PostgreSQL: a new task (not a broadcast) as ONE statement, like a claim: the mission's
-// check, the task row, its mission entry and its `created` event (the general path's
-// insert-task.ts writes the same rows in a transaction of several round trips).
+// PostgreSQL: a new task (not a broadcast) as ONE statement, like a claim: the checks of the
+// mission and of an assigned agent, the task row, its mission entry and its `created` event
+// (insert-task.ts writes the same rows in a transaction of several round trips).
 import type { Principal } from '../../auth/principal.js';
 import type { Write } from '../../store/tx.js';
 import { meshBlockInsert } from '../event-codec.js';
@@ -12,7 +12,11 @@ import type { MeshTaskRow } from '../migrations.js';
  * attempts, $11 lease seconds, $12 now (ISO).
  */
 const CREATE = `with mission as (
-    select id, domain_id from missions
+    select id, domain_id,
+      ($8::text is null or exists (
+        select 1 from agents a where a.id = $8::text and a.domain_id = missions.domain_id
+      )) as agent_enrolled
+    from missions
     where id = $1 and ($2::text[] is null or domain_id = any($2::text[]))
   ), changed as (
     insert into mesh_tasks (id, mission_id, domain_id, parent_id, title, description, claim_policy,
@@ -22,23 +26,25 @@ const CREATE = `with mission as (
     select $3, id, domain_id, null, $4, $5, $6, $7, $8, $9, 'pending', 1, $10, $11, null, null,
       null, null, null, $12, $12
     from mission
+    where agent_enrolled
     returning *
   ), listed as (
     insert into mesh_task_missions (mission_id, id) select mission_id, id from changed
   ), ev as (${meshBlockInsert('created', '$12')})
-  select domain_id from changed`;
+  select domain_id, agent_enrolled from mission`;
 
 /**
  * Inserts `row` (a new pending task; its domain_id is taken from its mission) with its
- * mission entry and `created` event. Returns the mission's domain, or null when `p` sees no
- * such mission (nothing written).
+ * mission entry and `created` event. Returns the mission's domain and whether the task was
+ * written: not when it is assigned to an agent not enrolled in that domain. Null when `p`
+ * sees no such mission (nothing written).
  */
 export async function pgCreate(
   write: Write,
   p: Principal,
   row: Omit<MeshTaskRow, 'domain_id'>,
-): Promise<string | null> {
-  const rows = await write.statement<{ domain_id: string }>(
+): Promise<{ domainId: string; agentEnrolled: boolean } | null> {
+  const rows = await write.statement<{ domain_id: string; agent_enrolled: boolean }>(
     {
       name: 'mesh_create',
       text: CREATE,
@@ -57,7 +63,8 @@ export async function pgCreate(
         row.created_at,
       ],
     },
-    (rows) => rows.length > 0,
+    (rows) => rows[0]?.agent_enrolled === true,
   );
-  return rows[0]?.domain_id ?? null;
+  const r = rows[0];
+  return r ? { domainId: r.domain_id, agentEnrolled: r.agent_enrolled } : null;
 }

@@ -7,7 +7,7 @@ import type { Principal } from '../../auth/principal.js';
 import type { Write } from '../../store/tx.js';
 import { type LeftAlone, leftAloneVerdict } from '../lease.js';
 import type { FastOutcome, LeasedKind, MeshStore } from '../mesh-store.js';
-import { staleLease, taskNotFound, taskOf } from '../task.js';
+import { assignedAgentNotFound, missionNotFound, staleLease, taskNotFound, taskOf } from '../task.js';
 import { LeasedBatcher } from './batcher.js';
 import { pgClaim } from './claim.js';
 import { pgCreate } from './create.js';
@@ -31,11 +31,13 @@ export function createPostgresMeshStore(opts: PostgresMeshOptions): MeshStore {
   };
   const acks = new LeasedBatcher<LeasedAck>(write, clock, COMPLETE_ACK, maxInFlight);
   return {
-    async insertTask(p, _missionId, build) {
+    async insertTask(p, missionId, build) {
       const nowMs = clock.now();
       const row = build(nowMs, iso(nowMs));
-      const domainId = await pgCreate(write, p, row);
-      return domainId === null ? null : { ...row, domain_id: domainId };
+      const made = await pgCreate(write, p, row);
+      if (made === null) throw missionNotFound(missionId);
+      if (!made.agentEnrolled) throw assignedAgentNotFound(row.assigned_agent_id ?? '', made.domainId);
+      return { ...row, domain_id: made.domainId };
     },
     async claim(p, agentId, missionId, max) {
       const claims = await pgClaim(write, p, agentId, missionId, max, clock.now());
