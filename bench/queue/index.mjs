@@ -41,7 +41,7 @@ const PEERS = (
 const checks = countChecks('queue');
 
 const { createTower } = await import(join(ROOT, 'dist/tower/tower.js'));
-const { MeshService } = await import(join(ROOT, 'dist/tower/mesh/service.js'));
+const { createMeshService } = await import(join(ROOT, 'dist/tower/mesh/service.js'));
 const { silentLogger } = await import(join(ROOT, 'dist/lib/log.js'));
 
 const ADMIN = {
@@ -166,7 +166,10 @@ async function svcTower() {
   for (let i = 0; i < C; i++) {
     agents.push(await call('POST', '/agents', { domain_id: domain.id, runtime: 'beta_cli' }, node.jwt));
   }
-  const mesh = new MeshService(tower.ctx, {});
+  // The queue layer alone: a service of its own on the tower's store, without the tower's
+  // hooks (no task notices to nodes while tasks are queued).
+  const { store, write, clock } = tower.ctx;
+  const mesh = createMeshService({ dialect: store.dialect, db: store.db, write, clock, log: silentLogger() });
   return {
     tower,
     mesh,

@@ -34,5 +34,6 @@ export interface List<T> {
 
 export const Empty = Type.Object({}, { additionalProperties: false });
 
-/** Route params naming one record: `{ [name]: Id }`. */
-export const IdParam = (name: string) => Type.Object({ [name]: Id }, { additionalProperties: false });
+/** Route params naming one record: `{ [name]: Id }` (typed by its name, for route handlers). */
+export const IdParam = <N extends string>(name: N) =>
+  Type.Object({ [name]: Id } as Record<N, typeof Id>, { additionalProperties: false });

@@ -51,7 +51,7 @@ export type ClaimPolicy = (typeof CLAIM_POLICIES)[number];
 export const MESH_STATES = ['pending', 'claimed', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type MeshState = (typeof MESH_STATES)[number];
 
-const lit = <T extends readonly string[]>(xs: T) => Type.Union(xs.map((x) => Type.Literal(x)));
+const lit = <T extends string>(xs: readonly T[]) => Type.Union(xs.map((x) => Type.Literal(x)));
 
 export const MeshTask = Type.Object({
   id: Type.String(),

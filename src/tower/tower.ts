@@ -27,7 +27,10 @@ import { buildApp, type TowerPlugin } from './http/app.js';
 import { RequestDeadline } from './http/deadline.js';
 import { createMetrics } from './http/metrics.js';
 import { RateLimiter } from './http/rate-limit.js';
-import { meshArea } from './mesh/routes.js';
+import { meshTaskBlocks } from './mesh/event-codec.js';
+import { mcpRoutes } from './mesh/mcp.js';
+import { meshRoutes } from './mesh/routes.js';
+import { createMeshService, type MeshService } from './mesh/service.js';
 import { ControlHub, controlRoutes } from './nodes/control-hub.js';
 import { nodeRequestRoutes } from './nodes/routes.js';
 import { createTaskRelay } from './nodes/task-relay.js';
@@ -73,11 +76,15 @@ export interface TowerOptions {
   requestDeadlineMs?: number;
   /** SQLite: how long a write waits for another process's lock (ms). */
   busyTimeoutMs?: number;
+  /** PostgreSQL: mesh lease-holding statements of one kind under way at once (default 4). */
+  meshInFlight?: number;
 }
 
 export interface Tower {
   ctx: TowerContext;
   app: FastifyInstance;
+  /** The mesh task operations (tests and bench/queue call them in-process). */
+  mesh: MeshService;
   /** Listens on host:port (port 0 picks a free one); returns the base URL. */
   listen(host: string, port: number): Promise<string>;
   stop(): Promise<void>;
@@ -160,6 +167,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       log,
       onLocalCommit: (l) => eventsCommitted.on(l),
       listener,
+      blocks: [meshTaskBlocks],
     });
     await hub.start();
     const stopPruning = startPruner({ store, clock, log, retentionMs: config.eventRetentionMs });
@@ -169,13 +177,21 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     await taskRelay.start();
     // Every channel is subscribed: listen (retrying in the background if it cannot yet).
     await listener?.start();
-    const mesh = meshArea({
-      onClaimable: (task) => taskRelay.ready(task),
-      onCancelled: (task) => {
-        if (task.claimed_by) taskRelay.cancelled({ id: task.id, claimed_by: task.claimed_by });
+    const mesh = createMeshService({
+      dialect: store.dialect,
+      db: store.db,
+      write,
+      clock,
+      log,
+      hooks: {
+        onClaimable: (task) => taskRelay.ready(task),
+        onCancelled: (task) => {
+          if (task.claimed_by) taskRelay.cancelled({ id: task.id, claimed_by: task.claimed_by });
+        },
       },
+      ...(opts.meshInFlight !== undefined ? { inFlight: opts.meshInFlight } : {}),
     });
-    const stopSweeper = mesh.startSweeper(ctx);
+    const stopSweeper = mesh.startSweeper();
     stopFeed = async () => {
       await stopSweeper();
       await taskRelay.stop();
@@ -189,7 +205,10 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     const plugins: TowerPlugin[] = [
       feedRoutes({ hub, stats: feedStats, wsCompression: opts.wsCompression ?? false }),
       approvalRoutes({ agents: opts.agentLookup ?? agentsTableLookup }),
-      mesh.plugin,
+      async (app) => {
+        await app.register(meshRoutes, { mesh, db: store.db, write });
+      },
+      (app, ctx) => mcpRoutes(app, ctx, mesh),
       controlRoutes(nodes),
       nodeRequestRoutes(nodes, opts.agentLookup ? { agents: opts.agentLookup } : {}),
       attachRoutes({
@@ -226,6 +245,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     return {
       ctx,
       app,
+      mesh,
       async listen(host, port) {
         await app.listen({ host, port });
         const addr = app.server.address();

@@ -5,6 +5,7 @@ import { silentLogger } from '../../src/lib/log.js';
 import type { FeedEvent } from '../../src/protocol/events.js';
 import { eventsFromRow } from '../../src/tower/feed/event-log.js';
 import { FeedHub } from '../../src/tower/feed/hub.js';
+import { meshTaskBlocks } from '../../src/tower/mesh/event-codec.js';
 import type { Db } from '../../src/tower/store/types.js';
 import type { Tower } from '../../src/tower/tower.js';
 
@@ -17,7 +18,7 @@ export async function loggedEvents(
 ): Promise<LoggedEvent[]> {
   const rows = await db.selectFrom(from).selectAll().orderBy('id').execute();
   return rows.flatMap((row) =>
-    eventsFromRow(row).map((ev) => ({ ...ev, payload: JSON.stringify(ev.payload) })),
+    eventsFromRow(row, [meshTaskBlocks]).map((ev) => ({ ...ev, payload: JSON.stringify(ev.payload) })),
   );
 }
 
@@ -29,6 +30,7 @@ export async function startFeedHub(tower: Tower): Promise<FeedHub> {
     clock: ctx.clock,
     log: silentLogger(),
     onLocalCommit: (listener) => ctx.eventsCommitted.on(listener),
+    blocks: [meshTaskBlocks],
   });
   await hub.start();
   return hub;

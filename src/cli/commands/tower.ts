@@ -25,6 +25,15 @@ export function parseListen(listen: string, label = '--listen'): { host: string;
   return { host: m[1].replace(/^\[|\]$/g, ''), port };
 }
 
+/** SVC_MESH_IN_FLIGHT: mesh lease-holding statements of one kind under way at once. */
+export function parseMeshInFlight(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || n < 1) {
+    throw new UsageError(`invalid SVC_MESH_IN_FLIGHT "${text}": expected a positive integer (default 4)`);
+  }
+  return n;
+}
+
 /** "600" (per minute), "600/1m", "100/10s", or "0" to disable. */
 export function parseRateLimit(text: string, label = '--rate-limit'): { limit: number; windowMs: number } {
   const m = /^(\d+)(?:\/(.+))?$/.exec(text.trim());
@@ -154,6 +163,7 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         requestDeadlineMs,
         storeTimeouts,
         busyTimeoutMs,
+        ...(env.SVC_MESH_IN_FLIGHT ? { meshInFlight: parseMeshInFlight(env.SVC_MESH_IN_FLIGHT) } : {}),
       });
     } catch (e) {
       throw storeOpenError(e, flags.database, dataDir);

@@ -8,7 +8,7 @@ import { startTestTower, type TestTower } from '../../../test/support/tower.js';
 import { FakeClock } from '../../lib/clock.js';
 import type { FeedEvent } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
-import { EVENT_BLOCK_MAX } from './event-log.js';
+import { EVENT_BLOCK_MAX } from '../store/event-blocks.js';
 import type { FeedHub, ResetInfo, SubscriberSink } from './hub.js';
 
 const admin: Principal = {

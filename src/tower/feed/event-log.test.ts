@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { BlockCodec } from '../store/event-blocks.js';
 import { eventsFromRow } from './event-log.js';
 
 describe('eventsFromRow', () => {
@@ -8,76 +9,51 @@ describe('eventsFromRow', () => {
     type: 'matrix',
     domain_id: null,
     mission_id: null,
+    agent_id: null,
+    status: null,
   };
-  const whole = [
-    [
-      'dom_a',
-      'mis_a',
-      'ag_a',
-      'failed',
-      {
-        entity: 'mesh_task',
-        action: 'failed',
-        id: 'mt_1',
-        title: 'a "quoted" title',
-        state: 'failed',
-        attempt: 2,
-        reason: 'boom',
-      },
-    ],
-    [
-      'dom_b',
-      'mis_b',
-      null,
-      'failed',
-      {
-        entity: 'mesh_task',
-        action: 'failed',
-        id: 'mt_2',
-        title: 'run',
-        state: 'failed',
-        attempt: 1,
-        reason: null,
-        parent_id: 'mt_0',
-      },
-    ],
-  ];
+  /** A compact form of the test's own: `{pair: [a, b]}` holds two events. */
+  const pairs: BlockCodec = {
+    tag: 'pair',
+    expand: (block) =>
+      (block.pair as string[]).map(
+        (x) => ['d', 'm', null, 'ok', { x }] as ReturnType<BlockCodec['expand']>[0],
+      ),
+  };
 
-  it('expands a compact mesh block to the events a whole block holds, members in the same order', () => {
-    const compact = {
-      mesh_task: 'failed',
-      t: [
-        ['dom_a', 'mis_a', 'ag_a', 'failed', 'mt_1', 'a "quoted" title', 2, null, { reason: 'boom' }],
-        ['dom_b', 'mis_b', null, 'failed', 'mt_2', 'run', 1, 'mt_0', { reason: null }],
-      ],
-    };
-    const a = eventsFromRow({ ...row, agent_id: null, status: null, n: 2, payload: JSON.stringify(whole) });
-    const b = eventsFromRow({ ...row, agent_id: null, status: null, n: 2, payload: JSON.stringify(compact) });
-    expect(b).toEqual(a);
-    // The same JSON text too: clients see identical payloads whichever form was stored.
-    expect(b.map((e) => JSON.stringify(e))).toEqual(a.map((e) => JSON.stringify(e)));
-    expect(b.map((e) => e.id)).toEqual(['5001', '5002']);
+  it('reads a row that is one event as that event', () => {
+    const [ev, ...rest] = eventsFromRow(
+      { ...row, domain_id: 'd', agent_id: 'a', status: 's', n: null, payload: '{"k":1}' },
+      [],
+    );
+    expect(rest).toEqual([]);
+    expect(ev).toEqual({
+      id: '5001',
+      ts: row.ts,
+      type: 'matrix',
+      domain_id: 'd',
+      mission_id: null,
+      agent_id: 'a',
+      status: 's',
+      payload: { k: 1 },
+    });
   });
 
-  it('leaves out extra members when a block has none', () => {
-    const [ev] = eventsFromRow({
-      ...row,
-      agent_id: null,
-      status: null,
-      n: 1,
-      payload: JSON.stringify({
-        mesh_task: 'claimed',
-        t: [['d', 'm', 'ag', 'claimed', 'mt_9', 't', 1, null]],
-      }),
-    });
-    expect(ev?.payload).toEqual({
-      entity: 'mesh_task',
-      action: 'claimed',
-      id: 'mt_9',
-      title: 't',
-      state: 'claimed',
-      attempt: 1,
-    });
-    expect(Object.keys(ev?.payload ?? {})).toEqual(['entity', 'action', 'id', 'title', 'state', 'attempt']);
+  it("numbers a block's events from the row's id on, whole or in a codec's compact form", () => {
+    const whole = [
+      ['d', 'm', null, 'ok', { x: 'a' }],
+      ['d', 'm', null, 'ok', { x: 'b' }],
+    ];
+    const a = eventsFromRow({ ...row, n: 2, payload: JSON.stringify(whole) }, [pairs]);
+    const b = eventsFromRow({ ...row, n: 2, payload: JSON.stringify({ pair: ['a', 'b'] }) }, [pairs]);
+    expect(b).toEqual(a);
+    expect(b.map((e) => [e.id, e.payload])).toEqual([
+      ['5001', { x: 'a' }],
+      ['5002', { x: 'b' }],
+    ]);
+  });
+
+  it('refuses a compact block no codec it was given reads', () => {
+    expect(() => eventsFromRow({ ...row, n: 1, payload: '{"other":[]}' }, [pairs])).toThrow(/unknown form/);
   });
 });

@@ -8,13 +8,8 @@
 import type { Transaction } from 'kysely';
 import { iso } from '../../lib/clock.js';
 import type { FeedEvent, NewEvent } from '../../protocol/events.js';
+import type { BlockCodec, BlockMember } from '../store/event-blocks.js';
 import type { Tables } from '../store/types.js';
-
-/**
- * Most events one row may hold as a block (feed/migrations.ts, version 12). On PostgreSQL
- * the event id sequence steps by this much, so the ids of a block never reach the next row's.
- */
-export const EVENT_BLOCK_MAX = 1000;
 
 /** Channel on which readers are told that newly numbered events are readable. */
 export function notifyChannel(schema: string | null): string {
@@ -57,57 +52,16 @@ export interface StoredEvent {
   payload: string;
 }
 
-/** A block's event written out whole: `[domain_id, mission_id, agent_id, status, payload]`. */
-type BlockMember = [string | null, string | null, string | null, string | null, Record<string, unknown>];
-
-/**
- * A block of mesh task transitions in compact form (mesh/pg-queue.ts eventInsert): the
- * action once, then per task `[domain_id, mission_id, agent_id, state, id, title, attempt,
- * parent_id, extra?]`. Each expands to the event `[domain_id, mission_id, agent_id, state,
- * {entity: 'mesh_task', action, id, title, state, attempt, ...extra, parent_id?}]`, members
- * in that order (parent_id only when set), as the whole form holds it.
- */
-interface MeshBlock {
-  mesh_task: string;
-  t: [
-    string,
-    string,
-    string | null,
-    string,
-    string,
-    string,
-    number,
-    string | null,
-    Record<string, unknown>?,
-  ][];
-}
-
 /**
  * The events of one stored row: itself, or each event of a block, in id order. A block's
- * payload is an array of whole events, or a MeshBlock (an object).
+ * payload is an array of whole events, or an area's compact form (an object), expanded by
+ * the codec of `blocks` whose tag it carries: this module knows no area's compact form.
  */
-export function eventsFromRow(row: StoredEvent): FeedEvent[] {
+export function eventsFromRow(row: StoredEvent, blocks: readonly BlockCodec[]): FeedEvent[] {
   if (row.n === null || row.n === undefined) return [eventFromRow(row)];
   const base = BigInt(row.id ?? 0);
-  const parsed = JSON.parse(row.payload) as BlockMember[] | MeshBlock;
-  const members: BlockMember[] = Array.isArray(parsed)
-    ? parsed
-    : parsed.t.map(([domain, mission, agent, state, id, title, attempt, parent, extra]) => [
-        domain,
-        mission,
-        agent,
-        state,
-        {
-          entity: 'mesh_task',
-          action: parsed.mesh_task,
-          id,
-          title,
-          state,
-          attempt,
-          ...extra,
-          ...(parent === null ? {} : { parent_id: parent }),
-        },
-      ]);
+  const parsed = JSON.parse(row.payload) as BlockMember[] | Record<string, unknown>;
+  const members = Array.isArray(parsed) ? parsed : codecOf(parsed, blocks).expand(parsed);
   return members.map(([domain_id, mission_id, agent_id, status, payload], i) => ({
     id: String(base + BigInt(i)),
     ts: row.ts,
@@ -118,6 +72,11 @@ export function eventsFromRow(row: StoredEvent): FeedEvent[] {
     status,
     payload,
   }));
+}
+
+function codecOf(block: Record<string, unknown>, blocks: readonly BlockCodec[]): BlockCodec {
+  for (const codec of blocks) if (Object.hasOwn(block, codec.tag)) return codec;
+  throw new Error(`an event block of an unknown form (members ${Object.keys(block).join(', ')})`);
 }
 
 export function eventFromRow(row: StoredEvent): FeedEvent {

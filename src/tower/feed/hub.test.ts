@@ -127,6 +127,7 @@ describe('feed hub on a store that fails', () => {
         clock: t.tower.ctx.clock,
         log: silentLogger(),
         onLocalCommit: () => () => {},
+        blocks: [],
       });
       await hub.start();
       down = true;

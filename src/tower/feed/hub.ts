@@ -12,9 +12,10 @@ import type { Clock, TimerHandle } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import type { EventType, FeedEvent } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
+import { type BlockCodec, EVENT_BLOCK_MAX } from '../store/event-blocks.js';
 import type { Store } from '../store/open.js';
 import type { PgListener } from '../store/pg-listen.js';
-import { EVENT_BLOCK_MAX, eventsFromRow, notifyChannel } from './event-log.js';
+import { eventsFromRow, notifyChannel } from './event-log.js';
 
 export const PAGE = 500;
 /** Backstop for lost notifications (and for a LISTEN connection being re-established). */
@@ -113,6 +114,8 @@ export interface FeedHubDeps {
   onLocalCommit(listener: () => void): () => void;
   /** PostgreSQL: the replica's LISTEN connection (other replicas' sequencers notify on it). */
   listener?: PgListener | null;
+  /** The areas' compact block forms (store/event-blocks.ts), to read blocks with. */
+  blocks: readonly BlockCodec[];
 }
 
 export class FeedHub {
@@ -397,7 +400,7 @@ export class FeedHub {
       .execute();
     const events: FeedEvent[] = [];
     for (const row of rows) {
-      for (const ev of eventsFromRow(row)) {
+      for (const ev of eventsFromRow(row, this.deps.blocks)) {
         if (BigInt(ev.id) <= after) continue;
         if (events.length === limit) return events;
         events.push(ev);

@@ -5,9 +5,9 @@ import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openTempStore, type TempStore } from '../../../test/support/store.js';
 import { FakeClock } from '../../lib/clock.js';
+import { EVENT_BLOCK_MAX } from '../store/event-blocks.js';
 import { MIGRATIONS } from '../store/migrations.js';
 import { migrate } from '../store/open.js';
-import { EVENT_BLOCK_MAX } from './event-log.js';
 
 describe('event id migration on postgres', () => {
   let tmp: TempStore | undefined;

@@ -1,8 +1,8 @@
 // The feed area's tables: idempotency keys of node-published events, approvals and inbox
 // messages. (The events table itself is core: migration 1; how its ids are given: 11.)
 import { type Kysely, sql } from 'kysely';
+import { EVENT_BLOCK_MAX } from '../store/event-blocks.js';
 import type { Migration } from '../store/migrations.js';
-import { EVENT_BLOCK_MAX } from './event-log.js';
 
 export interface NodeEventKeyRow {
   /** "<node_id>:<key>" */

@@ -20,7 +20,7 @@
 // (`where w < W`), so replicas need no turn-taking. A replica that publishes notifies the
 // others' readers; a short poll covers events of a replica that died before its pass.
 // A transaction holds W back from its event insert to its end: writers insert their events
-// last, just before COMMIT (store/tx.ts, mesh/pg-queue.ts).
+// last, just before COMMIT (store/tx.ts, mesh/postgres/).
 import type pg from 'pg';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';

@@ -8,8 +8,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { meshFixture, startTestTower, type TestTower } from '../../../test/support/tower.js';
 import { parsePostgresUrl } from '../store/open.js';
-import { CLAIM, leasedText } from './pg-queue.js';
-import { LEASED_CHANGES } from './service.js';
+import { CLAIM } from './postgres/claim.js';
+import { LEASED_CHANGES, leasedText } from './postgres/leased.js';
 
 /** Every node of an EXPLAIN (FORMAT JSON) plan, depth first. */
 function nodes(plan: Record<string, unknown>): Record<string, unknown>[] {

@@ -11,7 +11,6 @@ import { makeTempDir } from '../../../test/support/tmp.js';
 import { silentLogger } from '../../lib/log.js';
 import type { Principal } from '../auth/principal.js';
 import { createTower, type Tower } from '../tower.js';
-import { MeshService } from './service.js';
 
 const TASKS = Number(process.env.SVC_MESH_CONTENTION_TASKS ?? 160);
 const CLAIMERS = 16;
@@ -65,8 +64,7 @@ describe('mesh claims across two replicas on PostgreSQL', () => {
         (await call('POST', '/agents', { domain_id: domain.id, runtime: 'beta_cli' }, node.jwt)).id,
       );
     }
-    const meshA = new MeshService(a.ctx, {});
-    const meshB = new MeshService(b.ctx, {});
+    const [meshA, meshB] = [a.mesh, b.mesh];
     for (let i = 0; i < TASKS; i += 100) {
       await Promise.all(
         Array.from({ length: Math.min(100, TASKS - i) }, (_, j) =>

@@ -1,6 +1,6 @@
 // A lease belongs to the node of the agent that claimed it (issue 27, case 5): another node
 // that learns the lease id can neither start, heartbeat, report progress on, complete nor fail
-// the task, on either store (PostgreSQL: inside the one-statement transitions of pg-queue.ts).
+// the task, on either store (PostgreSQL: inside the one-statement transitions of postgres/leased.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loggedEvents } from '../../../test/support/events.js';
 import { meshFixture, STORES, startTestTower, type TestTower } from '../../../test/support/tower.js';

@@ -1,4 +1,4 @@
-// PostgreSQL: a lease-holding change (pg-queue.ts leasedText) does not lock its rows before
+// PostgreSQL: a lease-holding change (postgres/leased.ts leasedText) does not lock its rows before
 // updating them, so a row another transaction changes after the statement's snapshot is
 // rechecked on its newest version. These tests hold such a change open on a task while a
 // completion of it runs, then commit it: the completion must go by the row as it is now (the
