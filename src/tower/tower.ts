@@ -18,6 +18,7 @@ import { bootstrapAdminToken } from './auth/tokens.js';
 import { consoleRoutes } from './console/plugin.js';
 import type { TowerConfig, TowerContext } from './context.js';
 import { approvalRoutes } from './feed/approvals.js';
+import { historyRoutes } from './feed/history.js';
 import { FeedHub } from './feed/hub.js';
 import { startPruner } from './feed/retention.js';
 import { feedRoutes } from './feed/routes.js';
@@ -204,6 +205,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     feedStats.register(metrics.registry);
     const plugins: TowerPlugin[] = [
       feedRoutes({ hub, stats: feedStats, wsCompression: opts.wsCompression ?? false }),
+      historyRoutes({ blocks: [meshTaskBlocks] }),
       approvalRoutes({ agents: opts.agentLookup ?? agentsTableLookup }),
       async (app) => {
         await app.register(meshRoutes, { mesh, db: store.db, write });
