@@ -4,8 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStream } from '../../../test/support/feed-stream.js';
 import { waitFor } from '../../../test/support/poll.js';
 import { meshFixture, STORES, startTestTower, type TestTower } from '../../../test/support/tower.js';
-import type { FeedEvent } from '../../protocol/events.js';
-import type { HistoryPage } from './history.js';
+import type { FeedEvent, HistoryPage } from '../../protocol/events.js';
 
 describe.each(STORES)('feed history on %s', (store) => {
   let t: TestTower;

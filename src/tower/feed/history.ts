@@ -3,12 +3,7 @@
 // was read), so nothing falls between the page and the live events (docs/feed.md).
 import { sql } from 'kysely';
 import { ListQuery } from '../../protocol/common.js';
-import {
-  type EventType,
-  EventTypeSchema,
-  type FeedEvent,
-  FeedEvent as FeedEventSchema,
-} from '../../protocol/events.js';
+import { type EventType, EventTypeSchema, type FeedEvent, HistoryPage } from '../../protocol/events.js';
 import { type Static, Type } from '../../protocol/type.js';
 import type { Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
@@ -36,15 +31,6 @@ export const HistoryQuery = Type.Object(
   { additionalProperties: false },
 );
 type HistoryQuery = Static<typeof HistoryQuery>;
-
-export const HistoryPage = Type.Object({
-  items: Type.Array(FeedEventSchema),
-  /** Pass as `before` for older events; null once the oldest kept event was read. */
-  next_cursor: Type.Union([Type.String(), Type.Null()]),
-  /** The newest event id when the page was read: resume the stream after it. */
-  last_event_id: Type.String(),
-});
-export type HistoryPage = Static<typeof HistoryPage>;
 
 /** Whether `ev` is about mesh task `taskId` (docs/events.md). */
 function aboutTask(ev: FeedEvent, taskId: string): boolean {
