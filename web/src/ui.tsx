@@ -39,7 +39,7 @@ export function CopyButton(props: { text: string; label: string; children?: Comp
         }
       }}
     >
-      {done ? '✓' : (props.children ?? '⧉')}
+      {done ? 'copied' : (props.children ?? 'copy')}
     </button>
   );
 }
