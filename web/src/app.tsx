@@ -27,6 +27,9 @@ const VIEWS: { id: string; label: string }[] = [
   { id: 'domains', label: 'Domains' },
 ];
 
+/** Pages under a view: its tab stays marked. */
+const PARENT: Record<string, string> = { task: 'tasks', attach: 'nodes' };
+
 function parseHash(): Route {
   const [view, arg] = location.hash.replace(/^#\/?/, '').split('/');
   return { view: view || 'domains', ...(arg ? { arg: decodeURIComponent(arg) } : {}) };
@@ -65,9 +68,7 @@ export function App() {
             <a
               key={v.id}
               href={`#/${v.id}`}
-              aria-current={
-                route.view === v.id || (route.view === 'task' && v.id === 'tasks') ? 'page' : undefined
-              }
+              aria-current={route.view === v.id || PARENT[route.view] === v.id ? 'page' : undefined}
             >
               {v.label}
             </a>
