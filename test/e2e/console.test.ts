@@ -136,7 +136,7 @@ describe.skipIf(!haveChromium)('web console (chromium)', () => {
     await call('POST', '/approvals', { domain_id: d.id, title: 'ship the console?' });
     await page.getByTestId('feed').getByText('ship the console?').first().waitFor();
     await page.getByTestId('rate-limit').waitFor();
-    await shot(page, shots, 'feed');
+    await shot(page, shots, 'feed', false);
 
     // Approve it in the Approvals view and see the decision arrive in the feed.
     await page.getByRole('link', { name: 'Approvals' }).click();
