@@ -77,6 +77,8 @@ export function TasksView(props: { mission?: string | undefined }) {
   const missions = directory.missions;
   const missionId = props.mission ?? missions[0]?.id;
   const mission = missions.find((m) => m.id === missionId);
+  // A mission made after sign-in: asking for its name reloads the directory.
+  if (missionId && !mission) directory.name('mission', missionId);
 
   const load = useCallback(async () => {
     if (!missionId) return;
