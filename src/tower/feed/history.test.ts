@@ -50,13 +50,17 @@ describe.each(STORES)('feed history on %s', (store) => {
       items: { task: { id: string }; lease_id: string }[];
     };
     expect(claimed.items).toHaveLength(4);
-    await mcp('complete_mesh_tasks', {
+    const done = await mcp('complete_mesh_tasks', {
       items: claimed.items.map((c) => ({ task_id: c.task.id, lease_id: c.lease_id })),
     });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
 
     // What a replay from 0 gives (PostgreSQL: once the watermark has passed the last event).
     const replay = openStream(`${base}/events/stream?last_event_id=0&domain_id=${f.domainId}`, t.adminToken);
-    await waitFor('every event of the domain', () => replay.got.length >= 2 + 4 + 8);
+    // The mission, the agent's enrolment and the tasks' creations, claims and completions.
+    const completions = () =>
+      replay.got.filter((e) => (e.data.payload as { action?: string }).action === 'completed');
+    await waitFor('the four completions in the replay', () => completions().length === 4);
     await replay.close();
     const forward = replay.got.map((e) => e.id);
 
