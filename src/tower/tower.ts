@@ -78,6 +78,10 @@ export interface TowerOptions {
   busyTimeoutMs?: number;
   /** PostgreSQL: mesh lease-holding statements of one kind under way at once (default 4). */
   meshInFlight?: number;
+  /** A schema pack for /mcp/call arguments instead of the embedded one (SVC_SCHEMA_PACK_FILE). */
+  schemaPackFile?: string;
+  /** PostgreSQL: the feed sequencer's pause between busy passes, ms (SVC_SEQ_GAP_MS). */
+  sequencerGapMs?: number;
 }
 
 export interface Tower {
@@ -115,7 +119,13 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     await keys.init();
     const eventsCommitted = new Signal<void>((e) => log.error({ err: e }, 'events listener failed'));
     // SQLite events are readable at commit; PostgreSQL ones once below the sequencer's watermark.
-    const sequencer = createSequencer({ store, clock, log, sequenced: eventsCommitted });
+    const sequencer = createSequencer({
+      store,
+      clock,
+      log,
+      sequenced: eventsCommitted,
+      ...(opts.sequencerGapMs !== undefined ? { busyGapMs: opts.sequencerGapMs } : {}),
+    });
     const health = new StoreHealth({ clock, log: storeLog, describe: store.describe });
     const write = createWrite(
       store,
@@ -208,7 +218,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       async (app) => {
         await app.register(meshRoutes, { mesh, db: store.db, write });
       },
-      (app, ctx) => mcpRoutes(app, ctx, mesh),
+      (app, ctx) => mcpRoutes(app, ctx, mesh, opts.schemaPackFile),
       controlRoutes(nodes),
       nodeRequestRoutes(nodes, opts.agentLookup ? { agents: opts.agentLookup } : {}),
       attachRoutes({

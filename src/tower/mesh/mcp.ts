@@ -1,7 +1,7 @@
 // POST /mcp/call: agents' tool calls, {"tool": name, "args": {…}} → {"result": …} or a
 // problem. Arguments are validated against the schema pack (protocol/schema-pack.ts): the
-// embedded defaults, or SVC_SCHEMA_PACK_FILE's `{"tools": {name: schema}}` when set (an
-// invalid file is logged and the defaults are enforced).
+// embedded defaults, or the file's `{"tools": {name: schema}}` that the entry point names
+// (SVC_SCHEMA_PACK_FILE; an invalid file is logged and the defaults are enforced).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { SvcError } from '../../protocol/errors.js';
 import { MCP_TOOLS } from '../../protocol/mcp-tools.js';
@@ -12,11 +12,13 @@ import type { TowerContext } from '../context.js';
 import { refuseNul } from '../http/validation.js';
 import type { MeshService } from './service.js';
 
-export async function mcpRoutes(app: FastifyInstance, ctx: TowerContext, mesh: MeshService): Promise<void> {
-  const loaded = await loadSchemaPack(
-    process.env.SVC_SCHEMA_PACK_FILE || undefined,
-    ctx.log.child({ component: 'mcp' }),
-  );
+export async function mcpRoutes(
+  app: FastifyInstance,
+  ctx: TowerContext,
+  mesh: MeshService,
+  schemaPackFile: string | undefined,
+): Promise<void> {
+  const loaded = await loadSchemaPack(schemaPackFile, ctx.log.child({ component: 'mcp' }));
   const pack: CompiledSchemaPack = loaded.pack;
 
   /** Approvals, inbox and records go through their REST routes with the caller's own credential. */
