@@ -18,6 +18,7 @@ import { bootstrapAdminToken } from './auth/tokens.js';
 import { consoleRoutes } from './console/plugin.js';
 import type { TowerConfig, TowerContext } from './context.js';
 import { approvalRoutes } from './feed/approvals.js';
+import { appendEvents } from './feed/event-log.js';
 import { FeedHub } from './feed/hub.js';
 import { startPruner } from './feed/retention.js';
 import { feedRoutes } from './feed/routes.js';
@@ -31,6 +32,7 @@ import { meshTaskBlocks } from './mesh/event-codec.js';
 import { mcpRoutes } from './mesh/mcp.js';
 import { meshRoutes } from './mesh/routes.js';
 import { createMeshService, type MeshService } from './mesh/service.js';
+import { MIGRATIONS } from './migrations.js';
 import { ControlHub, controlRoutes } from './nodes/control-hub.js';
 import { nodeRequestRoutes } from './nodes/routes.js';
 import { createTaskRelay } from './nodes/task-relay.js';
@@ -113,7 +115,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
   let stopFeed = async () => {};
   let listener: PgListener | null = null;
   try {
-    const applied = await migrate(store, clock);
+    const applied = await migrate(store, clock, MIGRATIONS);
     if (applied.length > 0) log.info({ applied, store: store.describe }, 'store migrated');
     const keys = new SigningKeys(store.db, store.dialect, clock);
     await keys.init();
@@ -130,7 +132,10 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     const write = createWrite(
       store,
       clock,
-      () => (store.dialect === 'postgres' ? sequencer.kick() : eventsCommitted.emit()),
+      {
+        append: appendEvents,
+        committed: () => (store.dialect === 'postgres' ? sequencer.kick() : eventsCommitted.emit()),
+      },
       { health, ...(opts.busyTimeoutMs !== undefined ? { busyTimeoutMs: opts.busyTimeoutMs } : {}) },
     );
     await sequencer.start();
