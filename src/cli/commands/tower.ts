@@ -200,7 +200,7 @@ export function registerTower(program: Command, deps: CommandDeps): void {
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
     });
-    deps.io.out(`svc tower listening on ${url} (${tower.ctx.store.describe})`);
+    deps.io.out(`svc tower listening on ${url} (${tower.store.describe})`);
     await stopped;
     closeLog();
   });

@@ -3,22 +3,22 @@
 // embedded defaults, or the file's `{"tools": {name: schema}}` that the entry point names
 // (SVC_SCHEMA_PACK_FILE; an invalid file is logged and the defaults are enforced).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import { MCP_TOOLS } from '../../protocol/mcp-tools.js';
 import { McpCall, type MeshState } from '../../protocol/mesh.js';
 import { type CompiledSchemaPack, loadSchemaPack } from '../../protocol/schema-pack.js';
 import { hasScope } from '../auth/principal.js';
-import type { TowerContext } from '../context.js';
 import { refuseNul } from '../http/validation.js';
 import type { MeshService } from './service.js';
 
 export async function mcpRoutes(
   app: FastifyInstance,
-  ctx: TowerContext,
+  log: Logger,
   mesh: MeshService,
   schemaPackFile: string | undefined,
 ): Promise<void> {
-  const loaded = await loadSchemaPack(schemaPackFile, ctx.log.child({ component: 'mcp' }));
+  const loaded = await loadSchemaPack(schemaPackFile, log.child({ component: 'mcp' }));
   const pack: CompiledSchemaPack = loaded.pack;
 
   /** Approvals, inbox and records go through their REST routes with the caller's own credential. */
@@ -174,5 +174,4 @@ export async function mcpRoutes(
       return { result: result ?? null };
     },
   });
-  void ctx;
 }
