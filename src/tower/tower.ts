@@ -27,8 +27,8 @@ import { buildApp } from './http/app.js';
 import { RequestDeadline } from './http/deadline.js';
 import { createMetrics } from './http/metrics.js';
 import { RateLimiter } from './http/rate-limit.js';
+import { mcpRoutes } from './mcp/plugin.js';
 import { meshTaskBlocks } from './mesh/event-codec.js';
-import { mcpRoutes } from './mesh/mcp.js';
 import { meshRoutes } from './mesh/routes.js';
 import { createMeshService, type MeshService } from './mesh/service.js';
 import { MIGRATIONS } from './migrations.js';
@@ -236,7 +236,11 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     });
     await app.register(approvalRoutes, { store, write, agents });
     await app.register(meshRoutes, { mesh, db: store.db, write });
-    await app.register(async (a) => mcpRoutes(a, log, mesh, opts.schemaPackFile));
+    await app.register(mcpRoutes, {
+      log,
+      mesh,
+      ...(opts.schemaPackFile !== undefined ? { schemaPackFile: opts.schemaPackFile } : {}),
+    });
     await app.register(controlRoutes, { hub: nodes, clock, log, write, credentials });
     await app.register(nodeRequestRoutes, { hub: nodes, store, agents });
     await app.register(attachRoutes, {
