@@ -8,7 +8,7 @@ import type { StoreHealth } from '../store/health.js';
 import type { Readiness } from '../store/readiness.js';
 import { installAuth } from './auth-hook.js';
 import { RequestDeadline } from './deadline.js';
-import { createMetrics, installMetrics, type TowerMetrics } from './metrics.js';
+import { createMetrics, installMetrics, scrape, type TowerMetrics } from './metrics.js';
 import { installProblemHandlers } from './problem.js';
 import { createValidatorCompiler, installTextRule } from './validation.js';
 import './fastify-types.js';
@@ -62,7 +62,7 @@ export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promis
   // Metrics need a credential like everything else; a feed:read token is enough to scrape.
   app.get('/metrics', { config: { scope: 'feed:read' } }, async (_req, reply) => {
     reply.type(metrics.registry.contentType);
-    return metrics.registry.metrics();
+    return scrape(metrics);
   });
 
   for (const plugin of opts.plugins) await plugin(app, ctx);
