@@ -187,6 +187,10 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     await taskRelay.start();
     // Every channel is subscribed: listen (retrying in the background if it cannot yet).
     await listener?.start();
+    const metrics = createMetrics({
+      store: { db: store.db, clock },
+      nodesOnline: () => nodes.connectedNodes().length,
+    });
     const mesh = createMeshService({
       dialect: store.dialect,
       db: store.db,
@@ -194,6 +198,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       clock,
       log,
       hooks: {
+        ...metrics.mesh,
         onClaimable: (task) => taskRelay.ready(task),
         onCancelled: (task) => {
           if (task.claimed_by) taskRelay.cancelled({ id: task.id, claimed_by: task.claimed_by });
@@ -209,7 +214,6 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       await hub.stop();
       await listener?.stop();
     };
-    const metrics = createMetrics();
     const feedStats = new FeedStats();
     feedStats.register(metrics.registry);
     const app = await buildApp(

@@ -56,7 +56,7 @@ describe('svc tower serve', () => {
     const metrics = await fetch(`${tower.url}/metrics`, { headers: { authorization: `Bearer ${admin}` } });
     const text = await metrics.text();
     expect(text).toContain(
-      'svc_http_request_duration_seconds_count{method="POST",route="/domains",status="201"} 1',
+      'svc_http_request_duration_seconds_count{method="POST",route="/domains",code="201"} 1',
     );
     expect((await fetch(`${tower.url}/metrics`)).status).toBe(401);
   });

@@ -9,7 +9,7 @@ import type { StoreHealth } from '../store/health.js';
 import type { Readiness } from '../store/readiness.js';
 import { type AuthHookDeps, installAuth } from './auth-hook.js';
 import { RequestDeadline } from './deadline.js';
-import { createMetrics, installMetrics, type TowerMetrics } from './metrics.js';
+import { createMetrics, installMetrics, scrape, type TowerMetrics } from './metrics.js';
 import { installProblemHandlers } from './problem.js';
 import { createValidatorCompiler, installTextRule } from './validation.js';
 import './fastify-types.js';
@@ -66,7 +66,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions): Promise<Fa
   // Metrics need a credential like everything else; a feed:read token is enough to scrape.
   app.get('/metrics', { config: { scope: 'feed:read' } }, async (_req, reply) => {
     reply.type(metrics.registry.contentType);
-    return metrics.registry.metrics();
+    return scrape(metrics);
   });
 
   return app;
