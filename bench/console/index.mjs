@@ -183,8 +183,7 @@ ${row('console: signed in, Domains view with data', runs.domains)}
 ${verdict()}
 `;
 console.log(md);
-if (total.gzip > BUDGET || median(runs.signin) > 1000)
-  console.log('NOTE: a target is not met on this run');
+if (total.gzip > BUDGET || median(runs.signin) > 1000) console.log('NOTE: a target is not met on this run');
 writeSection('console', md, [
   {
     peer: '–',

@@ -18,6 +18,7 @@ import { createFanout } from './fanout/fanout.js';
 import { fanoutMethods } from './fanout/methods.js';
 import { createMcpBridge } from './mcp/bridge.js';
 import { mcpMethods } from './mcp/methods.js';
+import { createDaemonMetrics, metricsSnapshot } from './metrics.js';
 import { method, registerMethods } from './mgmt/method.js';
 import { MgmtServer } from './mgmt/server.js';
 import { daemonPaths } from './paths.js';
@@ -74,6 +75,8 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     log,
   });
   const shutdown = new AbortController();
+  // Each component gets its part; served by daemon.metrics and the fan-out's GET /metrics.
+  const metrics = createDaemonMetrics();
   const ctx: DaemonContext = {
     clock,
     log,
@@ -89,23 +92,32 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   };
   // Start order (stopped in reverse). The broker first: agents get their secrets sessions
   // from ctx.secrets.
-  const secrets = createSecretsBroker(ctx);
+  const secrets = createSecretsBroker(ctx, undefined, metrics.secrets);
   const supervisor = createSupervisor(ctx, {
     config,
+    metrics: metrics.supervisor,
     // agent.reload re-reads config.toml; an invalid file leaves this one in force.
     reloadConfig: () => loadSvcdConfig(paths.configToml),
   });
   // dispatch = "signal" jobs go to this daemon's supervisor.
-  const cron = createCron(ctx, { signal: (target, prompt) => supervisor.signal(target, prompt) });
+  const cron = createCron(ctx, {
+    signal: (target, prompt) => supervisor.signal(target, prompt),
+    metrics: metrics.cron,
+  });
   // Task subagents run through the supervisor's runtime runner (same templates and secrets).
   const worker = createWorker(ctx, () => supervisor.runtimes, {
     config: config.worker,
     stopGraceMs: config.supervisor.stopGraceMs,
+    metrics: metrics.worker,
   });
   // svcd.sock and tower attach streams, over the supervisor's PTY agents.
   const attach = createAttachGateway(ctx, supervisor);
   // Local /events relay of the tower feed (+ MQTT); independent of the rest.
-  const fanout = createFanout(ctx, { config: config.fanout });
+  const fanout = createFanout(ctx, {
+    config: config.fanout,
+    metrics: metrics.fanout,
+    metricsText: () => metrics.registry.metrics(),
+  });
   // mcp.call / mcp.tools: schema pack + Wasm booster before the tower's /mcp/call.
   const mcp = createMcpBridge(ctx, { boosterWasm: opts.boosterWasm });
   const components: Component[] = [outbox, control, secrets, supervisor, cron, worker, attach, fanout, mcp];
@@ -126,6 +138,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       tower: { url: opts.backendUrl, connected: control.connected },
       components: Object.fromEntries(components.map((c) => [c.name, c.status?.() ?? {}])),
     })),
+    method('daemon.metrics', () => metricsSnapshot(metrics)),
     ...agentMethods(supervisor),
     ...cronMethods(cron, () => clock.now()),
     ...workerMethods(worker),

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MIGRATIONS } from '../../src/tower/store/migrations.js';
+import { MIGRATIONS } from '../../src/tower/migrations.js';
 import { createTestSchema, type TestSchema } from '../support/pg.js';
 import { run, SVC_BIN, startTowerProc, stopAll } from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';
@@ -56,7 +56,7 @@ describe('svc tower serve', () => {
     const metrics = await fetch(`${tower.url}/metrics`, { headers: { authorization: `Bearer ${admin}` } });
     const text = await metrics.text();
     expect(text).toContain(
-      'svc_http_request_duration_seconds_count{method="POST",route="/domains",status="201"} 1',
+      'svc_http_request_duration_seconds_count{method="POST",route="/domains",code="201"} 1',
     );
     expect((await fetch(`${tower.url}/metrics`)).status).toBe(401);
   });

@@ -95,6 +95,7 @@ export interface HarnessOptions {
   /** Wall-clock time the process starts at. */
   now: number;
   signal?: CronDeps['signal'];
+  metrics?: CronDeps['metrics'];
   /** Name for the mgmt socket, so two harnesses can live at once. */
   sock?: string;
 }
@@ -144,6 +145,7 @@ export async function startCron(opts: HarnessOptions): Promise<CronHarness> {
       (async (target, prompt) => {
         signals.push([target, prompt]);
       }),
+    ...(opts.metrics ? { metrics: opts.metrics } : {}),
   });
   registerMethods(
     mgmt,

@@ -9,6 +9,7 @@ import { daemonPaths } from '../../daemon/paths.js';
 import { systemClock } from '../../lib/clock.js';
 import { DEFAULT_BASE_URL } from '../../lib/url.js';
 import { type CommandDeps, globals } from '../deps.js';
+import { mgmtCall } from '../mgmt-client.js';
 import { keyValues, print } from '../output.js';
 import { UsageError } from '../run.js';
 import {
@@ -24,6 +25,23 @@ import {
 import { renderUserUnit } from '../user-unit.js';
 
 export const UNIT_NAME = SVCD_UNIT;
+
+/** What daemon.metrics answers: the Prometheus text and prom-client's JSON of the same. */
+interface DaemonMetricsResult {
+  text: string;
+  metrics: {
+    name: string;
+    type: string;
+    values: { value: number; labels: Record<string, string | number>; metricName?: string }[];
+  }[];
+}
+
+/** One `{name, type, labels, value}` per sample (histograms: their _bucket, _sum, _count). */
+export function metricSamples(metrics: DaemonMetricsResult['metrics']) {
+  return metrics.flatMap((m) =>
+    m.values.map((v) => ({ name: v.metricName ?? m.name, type: m.type, labels: v.labels, value: v.value })),
+  );
+}
 
 interface UpFlags {
   backendUrl?: string;
@@ -122,6 +140,18 @@ export function registerDaemonCommands(daemon: Command, deps: CommandDeps): void
     .action(async (_o, cmd: Command) => {
       const s = await status();
       print(deps.io, Boolean(globals(cmd).json), s, () => keyValues(s));
+    });
+
+  daemon
+    .command('metrics')
+    .description("the local svcd's Prometheus metrics (--json: one object per sample)")
+    .action(async (_o, cmd: Command) => {
+      const m = await mgmtCall<DaemonMetricsResult>(
+        daemonPaths(deps.io.paths.home).mgmtSock,
+        'daemon.metrics',
+      );
+      if (globals(cmd).json) deps.io.out(JSON.stringify(metricSamples(m.metrics), null, 2));
+      else deps.io.out(m.text.trimEnd());
     });
 
   daemon

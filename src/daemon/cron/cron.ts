@@ -7,6 +7,7 @@ import type { Logger } from '../../lib/log.js';
 import type { CronFire, CronFireEventPayload, CronGc, CronReload } from '../../protocol/cron.js';
 import { isSvcError, SvcError } from '../../protocol/errors.js';
 import type { Component } from '../component.js';
+import type { CronMetrics } from '../metrics.js';
 import type { DaemonPaths } from '../paths.js';
 import type { StateStore } from '../state/store.js';
 import type { EventOutbox } from '../tower-client/outbox.js';
@@ -50,6 +51,8 @@ export interface CronContext {
 export interface CronDeps {
   /** `svc agent signal` to an agent id or profile (the supervisor's). */
   signal: (target: string, prompt: string) => Promise<unknown>;
+  /** Fires, skips, failures and lag are counted here (svcd's metrics). */
+  metrics?: CronMetrics;
 }
 
 /** What methods.ts reads; also handy in tests. */
@@ -166,10 +169,14 @@ export function createCron(ctx: CronContext, deps: CronDeps): Cron {
     for (const [job, slot] of slots) heartbeats.set(job, slot);
 
     for (const { entry, id } of admitted) {
-      if (entry.outcome === 'running') startFire(entry.decision.job, entry, id);
+      if (entry.outcome !== 'running') continue;
+      deps.metrics?.fires.inc({ job: entry.job });
+      deps.metrics?.fireDelay.observe(((entry.startedAt ?? now) - entry.scheduledMinute) / 1000);
+      startFire(entry.decision.job, entry, id);
     }
     for (const { entry } of admitted) {
       if (entry.outcome !== 'skipped') continue;
+      deps.metrics?.skips.inc({ job: entry.job, reason: entry.reason ?? 'unknown' });
       void publish(eventOf(entry, { outcome: 'skipped', exitCode: null, durationMs: null }));
       if (outcomes.trimDue(entry.job)) await store.trim(db, entry.job);
     }
@@ -212,6 +219,7 @@ export function createCron(ctx: CronContext, deps: CronDeps): Cron {
     lastTick = lastTick === null ? minute : Math.max(lastTick, minute);
     tickedMinute = minute;
     for (const entry of due) {
+      deps.metrics?.skips.inc({ job: entry.job, reason: 'state_unwritable' });
       void publish(
         eventOf(
           { ...entry, outcome: 'skipped', reason: 'state_unwritable' },
@@ -243,6 +251,7 @@ export function createCron(ctx: CronContext, deps: CronDeps): Cron {
           detail: entry.detail && r.detail ? `${entry.detail}; ${r.detail}` : (r.detail ?? entry.detail),
         };
         running.delete(job.name);
+        if (r.outcome !== 'ok') deps.metrics?.failures.inc({ job: job.name, outcome: r.outcome });
         return outcomes.record(job.name, finish, eventOf(entry, finish));
       });
     running.set(job.name, { id, minute: entry.scheduledMinute, done, abort });

@@ -11,6 +11,7 @@ import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { FeedEvent } from '../../protocol/events.js';
 import type { Component } from '../component.js';
+import type { FanoutMetrics } from '../metrics.js';
 import type { DaemonPaths } from '../paths.js';
 import type { StateStore } from '../state/store.js';
 import type { TowerApi } from '../tower-client/api.js';
@@ -38,6 +39,10 @@ export interface FanoutDeps {
   /** [fanout] of config.toml, as read at svcd start. */
   config: FanoutConfig;
   random?: () => number;
+  /** Relay lag and subscribers are counted here (svcd's metrics). */
+  metrics?: FanoutMetrics;
+  /** svcd's metrics as Prometheus text, served as GET /metrics on the listener. */
+  metricsText?: () => Promise<string>;
 }
 
 /** The upstream feed URL with the configured filters. */
@@ -228,20 +233,28 @@ export function createFanout(ctx: FanoutContext, deps: FanoutDeps): Fanout {
         token,
         clock: ctx.clock,
         log,
+        ...(deps.metricsText ? { metrics: deps.metricsText } : {}),
       });
       listener = l;
+      deps.metrics?.countSubscribers(() => l.status().consumers);
       const emit = (e: Entry | null) => {
         if (!e) return;
         r.push(e);
         l.broadcast(e);
         pos.save(e.id);
       };
+      /** A tower event, relayed: its lag from the tower's timestamp is observed. */
+      const relay = (ev: FeedEvent) => {
+        const e = seq.tower(ev, r.lastKey());
+        if (e) deps.metrics?.relayLag.observe(Math.max(0, ctx.clock.now() - Date.parse(ev.ts)) / 1000);
+        emit(e);
+      };
       const h = new RateHold({
         clock: ctx.clock,
         marginMs: c.holdMarginMs,
         release: (events) => {
           log.info({ events: events.length }, 'fan-out: rate-limit window reset; relaying held events');
-          for (const ev of events) emit(seq.tower(ev, r.lastKey()));
+          for (const ev of events) relay(ev);
         },
       });
       hold = h;
@@ -256,7 +269,7 @@ export function createFanout(ctx: FanoutContext, deps: FanoutDeps): Fanout {
         ready: () => (h.heldCount >= c.holdMaxEvents ? h.whenReleased() : Promise.resolve()),
         handlers: {
           event(ev) {
-            if (h.offer(ev) === 'pass') emit(seq.tower(ev, r.lastKey()));
+            if (h.offer(ev) === 'pass') relay(ev);
             else if (h.heldCount >= c.holdMaxEvents) up.pause();
           },
           reset(info) {
@@ -329,6 +342,7 @@ export function createFanout(ctx: FanoutContext, deps: FanoutDeps): Fanout {
       await position?.flush();
       await listener?.close();
       listener = null;
+      deps.metrics?.countSubscribers(null);
       upstream = null;
       mqttIn = null;
     },

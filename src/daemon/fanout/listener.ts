@@ -30,6 +30,8 @@ export interface ListenerOptions {
   token: string | null;
   clock: Clock;
   log: Logger;
+  /** svcd's metrics as Prometheus text, for GET /metrics (same access as /events). */
+  metrics?: () => Promise<string>;
 }
 
 function passes(f: Filter, e: Entry): boolean {
@@ -191,6 +193,10 @@ export class FanoutListener {
       res.writeHead(e.status, { 'content-type': 'application/problem+json' });
       res.end(JSON.stringify(problemOf(e)));
     };
+    if (url.pathname === '/metrics' && this.opts.metrics) {
+      this.serveMetrics(req, res, this.opts.metrics, fail);
+      return;
+    }
     if (url.pathname !== '/events') {
       fail(new SvcError('not_found', `no route ${url.pathname}: use GET /events (SSE) or GET /events/ws`));
       return;
@@ -245,6 +251,29 @@ export class FanoutListener {
     });
     this.attach(consumer, parsed.after, (reset) =>
       res.write(`event: reset\ndata: ${JSON.stringify(reset)}\n\n`),
+    );
+  }
+
+  private serveMetrics(
+    req: IncomingMessage,
+    res: ServerResponse,
+    metrics: () => Promise<string>,
+    fail: (e: SvcError) => void,
+  ): void {
+    const refused =
+      req.method !== 'GET'
+        ? new SvcError('method_not_allowed', 'use GET')
+        : this.refuse(req, new URL(req.url ?? '/', 'http://local'));
+    if (refused) {
+      fail(refused);
+      return;
+    }
+    metrics().then(
+      (text) => {
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+        res.end(text);
+      },
+      (e: unknown) => fail(new SvcError('internal', `metrics: ${(e as Error).message}`)),
     );
   }
 

@@ -7,6 +7,7 @@ import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import { type BrokerReply, MAX_BROKER_REQUEST_BYTES } from '../../protocol/secrets.js';
 import type { Component } from '../component.js';
+import type { SecretsMetrics } from '../metrics.js';
 import type { DaemonPaths } from '../paths.js';
 import { listenUnix, type UnixListener } from '../sockets.js';
 import type { TowerApi } from '../tower-client/api.js';
@@ -68,6 +69,8 @@ export interface SecretsBroker extends Component {
 export function createSecretsBroker(
   ctx: SecretsBrokerContext,
   options?: SecretsBrokerOptions,
+  /** Replies are counted here by outcome (svcd's metrics). */
+  metrics?: SecretsMetrics,
 ): SecretsBroker {
   const opts = { ...BROKER_DEFAULTS, ...(options ?? brokerOptionsFromEnv(ctx.env)) };
   const log = ctx.log.child({ component: 'secrets' });
@@ -84,6 +87,7 @@ export function createSecretsBroker(
   const count = (r: BrokerReply) => {
     const k = r.ok ? 'ok' : r.error.code;
     counts[k] = (counts[k] ?? 0) + 1;
+    metrics?.requests.inc({ outcome: k });
     // Invalid input: logged (the message never holds the caller's values), and the
     // connection ends with the reply (connection.ts).
     if (!r.ok && r.error.code === 'bad_request')

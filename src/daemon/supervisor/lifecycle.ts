@@ -5,6 +5,7 @@ import { mkdir } from 'node:fs/promises';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
+import type { SupervisorMetrics } from '../metrics.js';
 import type { ExitInfo } from '../process/group.js';
 import { reapOrphanGroup } from '../process/group.js';
 import { agentEnv } from '../runtimes/env.js';
@@ -33,6 +34,7 @@ export interface LifecycleDeps {
   self: string[];
   settings: () => SupervisorSettings;
   backends: Record<BackendKind, UnitBackend>;
+  metrics?: Pick<SupervisorMetrics, 'restarts'>;
 }
 
 export interface UnitLifecycle {
@@ -166,6 +168,9 @@ export function createUnitLifecycle(deps: LifecycleDeps): UnitLifecycle {
       a.restarts++;
       a.lastRestartAt = clock.now();
       a.lastRestartReason = reason;
+      const cause =
+        event === 'agent.nightly_restart' ? 'nightly' : reason === 'manual' ? 'manual' : 'watchdog';
+      deps.metrics?.restarts.inc({ agent: a.spec.id, cause });
       a.gaveUpUntil = null;
       await remember(a, event === 'agent.nightly_restart' ? 'nightly_restart' : 'restart', reason);
       try {

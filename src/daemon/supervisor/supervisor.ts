@@ -7,6 +7,7 @@ import { systemClock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import type { AgentStatus, ReloadResult, SignalResult } from '../../protocol/agents.js';
 import type { Component } from '../component.js';
+import type { SupervisorMetrics } from '../metrics.js';
 import type { DaemonPaths } from '../paths.js';
 import type { AgentTerminal } from '../process/terminal.js';
 import { withoutCredentials } from '../runtimes/env.js';
@@ -72,6 +73,8 @@ export interface SupervisorDeps {
   self?: string[];
   /** Whether a systemd user bus exists (default: detected from the environment). */
   userBus?: boolean;
+  /** Restarts and watchdog actions are counted here (svcd's metrics). */
+  metrics?: SupervisorMetrics;
 }
 
 export interface SignalOptions {
@@ -146,8 +149,17 @@ export function createSupervisor(ctx: SupervisorContext, deps: SupervisorDeps): 
     self,
     settings: current,
     backends,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
-  const watchdog = createWatchdogLoop({ clock, log, table, lifecycle, events, settings: current });
+  const watchdog = createWatchdogLoop({
+    clock,
+    log,
+    table,
+    lifecycle,
+    events,
+    settings: current,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+  });
   /** One-shot runs and ACP turns started by signals without wait: aborted and awaited at stop. */
   const background = new Map<Promise<unknown>, AbortController>();
   /** The runner of the templates in force; made on first use, dropped by a reload. */

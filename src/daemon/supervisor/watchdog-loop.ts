@@ -4,6 +4,7 @@
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
+import type { SupervisorMetrics } from '../metrics.js';
 import { type Agent, exclusive, nightlyOf } from './agent.js';
 import type { AgentTable } from './agent-table.js';
 import type { SupervisorSettings } from './config-section.js';
@@ -18,6 +19,7 @@ export interface WatchdogLoopDeps {
   lifecycle: UnitLifecycle;
   events: SupervisorEvents;
   settings: () => SupervisorSettings;
+  metrics?: Pick<SupervisorMetrics, 'watchdogActions'>;
 }
 
 export interface WatchdogLoop {
@@ -37,6 +39,7 @@ export function createWatchdogLoop(deps: WatchdogLoopDeps): WatchdogLoop {
   let stopped = false;
 
   async function act(a: Agent, decision: Decision): Promise<void> {
+    if (decision.action !== 'none') deps.metrics?.watchdogActions.inc({ action: decision.action });
     switch (decision.action) {
       case 'none':
         return;

@@ -12,6 +12,7 @@ import type { Agent } from '../../protocol/mesh.js';
 import type { RuntimeKind } from '../../protocol/runtimes.js';
 import type { AgentEnrollParams, WorkerEvent, WorkerRef, WorkerStartParams } from '../../protocol/worker.js';
 import type { Component } from '../component.js';
+import type { WorkerMetrics } from '../metrics.js';
 import type { CallContext } from '../mgmt/method.js';
 import type { DaemonPaths } from '../paths.js';
 import { reapOrphanGroup } from '../process/group.js';
@@ -73,6 +74,8 @@ export interface WorkerDeps {
   stopGraceMs: number;
   /** Real-time waits for process exits when reaping orphans. */
   waits?: Clock;
+  /** Runs are counted here by outcome (svcd's metrics). */
+  metrics?: WorkerMetrics;
 }
 
 export function createWorker(ctx: WorkerContext, runner: () => RuntimeRunner, deps: WorkerDeps): Worker {
@@ -152,6 +155,7 @@ export function createWorker(ctx: WorkerContext, runner: () => RuntimeRunner, de
         ),
     };
     const onOutcome = (o: SubagentOutcome) => {
+      deps.metrics?.runs.inc({ outcome: o.state });
       const message =
         o.state === 'failed' ? o.reason.split('\n')[0] : o.state === 'abandoned' ? o.reason : undefined;
       emit({ loop: row.loop_key, type: o.state, task_id: o.task_id, ...(message ? { message } : {}) });

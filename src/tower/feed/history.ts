@@ -1,13 +1,13 @@
 // GET /events: the feed's recent history, newest first, paged backwards. A client shows it at
 // once and then follows the stream from `last_event_id` (the newest id readable when the page
 // was read), so nothing falls between the page and the live events (docs/feed.md).
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import { sql } from 'kysely';
 import { ListQuery } from '../../protocol/common.js';
 import { type EventType, EventTypeSchema, type FeedEvent, HistoryPage } from '../../protocol/events.js';
 import { type Static, Type } from '../../protocol/type.js';
 import type { Principal } from '../auth/principal.js';
-import type { TowerContext } from '../context.js';
-import type { TowerPlugin } from '../http/app.js';
 import type { BlockCodec } from '../store/event-blocks.js';
 import type { Store } from '../store/open.js';
 import { eventsFromRow } from './event-log.js';
@@ -102,8 +102,14 @@ export async function readHistory(
   return { items, next_cursor: next, last_event_id: String(newest) };
 }
 
-export function historyRoutes(opts: { blocks: readonly BlockCodec[] }): TowerPlugin {
-  return (app, ctx: TowerContext) => {
+export interface HistoryRouteDeps {
+  store: Store;
+  /** The areas' compact block forms (store/event-blocks.ts), to read blocks with. */
+  blocks: readonly BlockCodec[];
+}
+
+export const historyRoutes = fp(
+  async (app: FastifyInstance, deps: HistoryRouteDeps) => {
     app.get('/events', {
       config: { scope: 'feed:read' },
       schema: { querystring: HistoryQuery, response: { 200: HistoryPage } },
@@ -113,15 +119,15 @@ export function historyRoutes(opts: { blocks: readonly BlockCodec[] }): TowerPlu
         if (q.domain_id) filter.domainIds = q.domain_id;
         if (q.mission_id) filter.missionIds = q.mission_id;
         if (q.type) filter.types = q.type as EventType[];
-        const before = q.before === undefined ? null : BigInt(q.before);
-        return readHistory(ctx.store, opts.blocks, {
+        return readHistory(deps.store, deps.blocks, {
           principal: req.principal,
           filter,
           ...(q.task_id ? { taskId: q.task_id } : {}),
-          before,
+          before: q.before === undefined ? null : BigInt(q.before),
           limit: q.limit ?? 50,
         });
       },
     });
-  };
-}
+  },
+  { name: 'svc-feed-history' },
+);

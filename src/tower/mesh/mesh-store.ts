@@ -67,6 +67,12 @@ export interface MeshHooks {
   onClaimable?(task: MeshTask): void;
   /** A task was cancelled while claimed or running: tell the node running it. */
   onCancelled?(task: MeshTask): void;
+  /** A claim call returned (metrics): the tasks it claimed, none when empty, and its duration. */
+  onClaimed?(claims: Claimed[], seconds: number): void;
+  /** A sweep returned expired leases' tasks to pending (requeued) or failed them (metrics). */
+  onLeasesExpired?(counts: { requeued: number; failed: number }): void;
+  /** Tasks reached a final state by a call (metrics; the sweep's failures: onLeasesExpired). */
+  onFinished?(state: 'completed' | 'failed' | 'cancelled', n?: number): void;
 }
 
 /** What the operations use; each takes the part it needs. */

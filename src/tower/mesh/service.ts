@@ -80,12 +80,20 @@ export class MeshService {
 
   /** The best task `agentId` may take, or null when none is claimable. */
   async claim(p: Principal, agentId: string, missionId?: string): Promise<Claimed | null> {
-    return (await claimTasks(this.deps, p, agentId, missionId, 1))[0] ?? null;
+    return (await this.claimMany(p, agentId, missionId, 1))[0] ?? null;
   }
 
   /** Up to `max` tasks for one agent at once (each with its own lease), best first. */
-  claimMany(p: Principal, agentId: string, missionId: string | undefined, max: number): Promise<Claimed[]> {
-    return claimTasks(this.deps, p, agentId, missionId, max);
+  async claimMany(
+    p: Principal,
+    agentId: string,
+    missionId: string | undefined,
+    max: number,
+  ): Promise<Claimed[]> {
+    const started = this.loop.clock.now();
+    const claims = await claimTasks(this.deps, p, agentId, missionId, max);
+    this.deps.hooks.onClaimed?.(claims, (this.loop.clock.now() - started) / 1000);
+    return claims;
   }
 
   start(p: Principal, taskId: string, leaseId: string): Promise<MeshTask> {
@@ -101,16 +109,18 @@ export class MeshService {
   }
 
   complete(p: Principal, taskId: string, leaseId: string, result: unknown): Promise<MeshTask> {
-    return completeTask(this.deps, p, taskId, leaseId, result);
+    return completeTask(this.deps, p, taskId, leaseId, result).then((t) => this.finished(t));
   }
 
   /** Several completions, each on its own lease with its own outcome. */
-  completeMany(p: Principal, items: CompleteItem[]): Promise<CompleteOutcome[]> {
-    return completeTasks(this.deps, p, items);
+  async completeMany(p: Principal, items: CompleteItem[]): Promise<CompleteOutcome[]> {
+    const outcomes = await completeTasks(this.deps, p, items);
+    this.deps.hooks.onFinished?.('completed', outcomes.filter((o) => o.ok).length);
+    return outcomes;
   }
 
   fail(p: Principal, taskId: string, leaseId: string, reason: string): Promise<MeshTask> {
-    return failTask(this.deps, p, taskId, leaseId, reason);
+    return failTask(this.deps, p, taskId, leaseId, reason).then((t) => this.finished(t));
   }
 
   retry(p: Principal, taskId: string): Promise<MeshTask> {
@@ -118,7 +128,15 @@ export class MeshService {
   }
 
   cancel(p: Principal, taskId: string): Promise<MeshTask> {
-    return cancelTask(this.deps, p, taskId);
+    return cancelTask(this.deps, p, taskId).then((t) => this.finished(t));
+  }
+
+  /** Tells the metrics hook a task reached a final state; returns the task. */
+  private finished(t: MeshTask): MeshTask {
+    if (t.state === 'completed' || t.state === 'failed' || t.state === 'cancelled') {
+      this.deps.hooks.onFinished?.(t.state);
+    }
+    return t;
   }
 
   /** Expired leases back to pending (or failed past max_attempts); how many were swept. */

@@ -15,6 +15,7 @@ const SWEEP_MAX = 500;
 /** Returns how many tasks were swept. */
 export async function sweepLeases(deps: Pick<MeshDeps, 'write' | 'store' | 'hooks'>): Promise<number> {
   const requeued: MeshTask[] = [];
+  let failed = 0;
   const n = await deps.write(async (tx) => {
     const expired = await tx.db
       .selectFrom('mesh_tasks')
@@ -25,6 +26,7 @@ export async function sweepLeases(deps: Pick<MeshDeps, 'write' | 'store' | 'hook
       .limit(SWEEP_MAX)
       .execute();
     let count = 0;
+    failed = 0;
     for (const row of expired) {
       if (row.parent_id) await deps.store.lockParent(tx, row.parent_id);
       const { exhausted, set } = expiredLeaseChange(row, tx.now);
@@ -44,12 +46,15 @@ export async function sweepLeases(deps: Pick<MeshDeps, 'write' | 'store' | 'hook
           exhausted ? { reason: t.failure_reason } : {},
         ),
       );
-      if (exhausted) await settleParent(tx, deps.store, t);
-      else requeued.push(t);
+      if (exhausted) {
+        await settleParent(tx, deps.store, t);
+        failed++;
+      } else requeued.push(t);
       count++;
     }
     return count;
   });
   for (const t of requeued) deps.hooks.onClaimable?.(t);
+  if (n > 0) deps.hooks.onLeasesExpired?.({ requeued: requeued.length, failed });
   return n;
 }
