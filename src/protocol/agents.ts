@@ -33,6 +33,16 @@ export type UnitState = (typeof UNIT_STATES)[number];
 
 export const HistoryItem = Type.Object({ at: Type.String(), action: Type.String(), reason: Type.String() });
 
+/** CPU and resident memory of the agent's process (Linux /proc; absent when not running). */
+export const AgentUsage = Type.Object({
+  /** Percent of one core since the previous status (null on the first one). */
+  cpu_percent: Type.Union([Type.Number(), Type.Null()]),
+  /** CPU time used since the process started (user + system). */
+  cpu_seconds: Type.Number(),
+  rss_bytes: Type.Integer(),
+});
+export type AgentUsage = Static<typeof AgentUsage>;
+
 export const AgentStatus = Type.Object({
   id: Type.String(),
   runtime: RuntimeKindSchema,
@@ -61,6 +71,7 @@ export const AgentStatus = Type.Object({
   log_file: Nullable(Type.String()),
   /** mux_hosted: where the pane is (tmux -L socket attach -t session). */
   tmux: Type.Union([Type.Object({ socket: Type.String(), session: Type.String() }), Type.Null()]),
+  usage: Type.Optional(Type.Union([AgentUsage, Type.Null()])),
   /** agent.status only: the last watchdog and operator actions, oldest first. */
   history: Type.Optional(Type.Array(HistoryItem)),
 });

@@ -30,6 +30,16 @@ export const FeedEvent = Type.Object({
 });
 export type FeedEvent = Static<typeof FeedEvent>;
 
+/** GET /events: a page of the feed's history, newest first (docs/feed.md). */
+export const HistoryPage = Type.Object({
+  items: Type.Array(FeedEvent),
+  /** Pass as `before` for older events; null once the oldest kept event was read. */
+  next_cursor: Type.Union([Type.String(), Type.Null()]),
+  /** The newest event id when the page was read: resume the stream after it. */
+  last_event_id: Type.String(),
+});
+export type HistoryPage = Static<typeof HistoryPage>;
+
 /**
  * The `reset` SSE event of GET /events/stream (not a feed event: no id): sent before any event
  * when a resume crosses a gap; the events after `last_event_id` up to `resume_after` are gone.

@@ -18,6 +18,7 @@ import { bootstrapAdminToken } from './auth/tokens.js';
 import { consoleRoutes } from './console/plugin.js';
 import { approvalRoutes } from './feed/approvals.js';
 import { appendEvents } from './feed/event-log.js';
+import { historyRoutes } from './feed/history.js';
 import { FeedHub } from './feed/hub.js';
 import { startPruner } from './feed/retention.js';
 import { feedRoutes } from './feed/routes.js';
@@ -238,6 +239,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       write,
       rateLimiter,
     });
+    await app.register(historyRoutes, { store, blocks: [meshTaskBlocks] });
     await app.register(approvalRoutes, { store, write, agents });
     await app.register(meshRoutes, { mesh, db: store.db, write });
     await app.register(mcpRoutes, {

@@ -34,7 +34,7 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
   };
 
   async function signedIn(): Promise<Page> {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     await page.goto(stack.tower.url);
     await page.getByLabel('Token').fill(stack.adminToken);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -73,15 +73,22 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
     await stack?.stop();
   });
 
-  it('submits a task, shows progress while it runs, cancels it, and retries a failed one', async () => {
+  it('submits a task, shows progress while it runs, cancels it, retries a failed one, and shows a task page', async () => {
     const page = await signedIn();
     const errors = collectPageErrors(page);
+    const submit = async (title: string, description = '') => {
+      await page.getByRole('button', { name: 'New task' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Submit a task' });
+      await dialog.getByLabel('Title').fill(title);
+      await dialog.getByLabel('Description').fill(description);
+      await dialog.getByRole('button', { name: 'Submit task' }).click();
+      return dialog;
+    };
     await page.getByRole('link', { name: 'Tasks' }).click();
-    await page.getByRole('heading', { name: 'Submit a task' }).waitFor();
+    await page.getByRole('button', { name: 'New task' }).waitFor();
 
     // A failing task: the worker runs it, it fails with its reason, Retry puts it back.
-    await page.getByLabel('Title').fill('fail: on purpose');
-    await page.getByRole('button', { name: 'Submit task' }).click();
+    await submit('fail: on purpose');
     await page.getByRole('status').getByText('Submitted “fail: on purpose”').waitFor();
     const failedRow = page.getByTestId('tasks-failed').locator('tr', { hasText: 'fail: on purpose' });
     await failedRow.getByText('attempt 1/3').waitFor({ timeout: 60_000 });
@@ -96,26 +103,58 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
       .getByText('attempt 2/3')
       .waitFor({ timeout: 60_000 });
 
-    // A long task: its progress shows while it runs; Cancel stops it.
-    await page.getByLabel('Title').fill('sleep: 120');
-    await page.getByRole('button', { name: 'Submit task' }).click();
+    // A command that fails with output: its page shows the tail as printed, line by line.
+    await submit('build it', "run: printf 'compiling x86_64\\nlinking\\n'\nfail: linker missing");
+    const buildRow = page.getByTestId('tasks-failed').locator('tr', { hasText: 'build it' });
+    await buildRow.waitFor({ timeout: 60_000 });
+    await buildRow.getByRole('link', { name: 'build it' }).click();
+    await page.getByTestId('task-state').getByText('failed').waitFor();
+    await expect
+      .poll(() => page.getByTestId('output-tail').textContent())
+      .toContain('compiling x86_64\nlinking');
+    expect(await page.getByTestId('task-failure').locator('p.error').textContent()).toContain(
+      'linker missing',
+    );
+    const timeline = page.getByTestId('task-timeline');
+    await timeline.locator('li[data-action="failed"]').waitFor();
+    expect(await timeline.locator('li[data-action="created"]').count()).toBe(1);
+    expect(await timeline.locator('li[data-action="claimed"]').count()).toBe(1);
+    await shot(page, shots, 'task-failed');
+    await page.getByRole('link', { name: /← Tasks of/ }).click();
+
+    // A long task: its progress shows while it runs, on its page too; Cancel stops it.
+    await submit('sleep: 120');
     const running = page.getByTestId('tasks-running').locator('tr', { hasText: 'sleep: 120' });
     await running.getByTestId('progress').waitFor({ timeout: 60_000 });
+    // Names, not ids: the agent that claimed it by name, its id on hover.
+    const claimer = running.locator('[data-ref="agent"]');
+    expect(await claimer.textContent()).not.toMatch(/^ag_/);
+    expect(await claimer.locator('[title]').getAttribute('title')).toMatch(/^agent ag_/);
     await shot(page, shots, 'tasks-running');
+    await running.getByRole('link', { name: 'sleep: 120' }).click();
+    const progress = page.getByTestId('task-progress').getByTestId('progress');
+    await progress.waitFor();
+    const first = await progress.textContent();
+    // Live from the feed: the text moves on (slept 1.0 of 120 s, 2.0, …).
+    await expect.poll(() => progress.textContent(), { timeout: 15_000 }).not.toBe(first);
+    await page.getByTestId('task-timeline').locator('li[data-action="progress"]').first().waitFor();
+    await shot(page, shots, 'task-running');
+    await page.getByRole('link', { name: /← Tasks of/ }).click();
     await page.getByRole('button', { name: 'Cancel sleep: 120' }).click();
     await page.getByRole('status').getByText('Cancelled “sleep: 120”: now cancelled.').waitFor();
     await page.getByTestId('tasks-cancelled').getByText('sleep: 120').waitFor();
 
-    // An API refusal shows its detail: an empty title is a 400 naming the field.
-    await page.getByLabel('Title').fill('');
-    await page.getByRole('button', { name: 'Submit task' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/title/);
+    // An API refusal shows its detail in the dialog: an empty title is a 400 naming the field.
+    const dialog = await submit('');
+    await expect.poll(() => dialog.getByRole('alert').textContent()).toMatch(/title/);
+    await shot(page, shots, 'task-submit');
+    await dialog.getByRole('button', { name: 'Close' }).click();
 
     const tasks = await api<{ items: Task[] }>('GET', `/work/missions/${missionId}/tasks`);
-    expect(tasks.items.map((t) => t.state).sort()).toEqual(['cancelled', 'failed']);
+    expect(tasks.items.map((t) => t.state).sort()).toEqual(['cancelled', 'failed', 'failed']);
     expect(errors.filter((e) => !e.includes('400'))).toEqual([]);
     await page.close();
-  }, 180_000);
+  }, 240_000);
 
   /** The text of the attached terminal's xterm buffer (scrollback included). */
   const termText = (page: Page) =>
@@ -165,6 +204,10 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
     await page.keyboard.type('run: stty size < /dev/tty');
     await page.keyboard.press('Enter');
     await expect.poll(() => termText(page), { timeout: 15_000 }).toContain(before);
+    // Underscores render: the row height holds the glyph (lineHeight 1.2), see the screenshot.
+    await page.keyboard.type('run: echo arch_is_x86_64');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => termText(page), { timeout: 15_000 }).toMatch(/^arch_is_x86_64$/m);
     await shot(page, shots, 'terminal');
     await page.setViewportSize({ width: 900, height: 600 });
     await expect.poll(() => termSize(page)).not.toBe(before);
@@ -207,6 +250,10 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
     const cron = page.getByTestId('cron').locator('tr', { hasText: 'nightly-report' });
     await cron.getByText('0 3 * * *').waitFor();
     expect(await cron.getByTestId('cron-last').textContent()).toMatch(/never fired|ok|failed|skipped/);
+    // The agent's CPU (a percentage from the second look on) and resident memory.
+    await expect
+      .poll(() => row.getByTestId('usage').textContent(), { timeout: 15_000 })
+      .toMatch(/% CPU.*[KMG]iB/);
     await shot(page, shots, 'nodes-agents');
 
     await page.getByRole('button', { name: 'Restart tty' }).click();
@@ -233,6 +280,17 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
     expect(errors).toEqual([]);
     await page.close();
   }, 90_000);
+
+  it('says so for an agent that does not exist, instead of an empty terminal', async () => {
+    const page = await signedIn();
+    const errors = collectPageErrors(page);
+    await page.goto(`${stack.tower.url}/#/attach/ag_nosuchagent`);
+    await page.getByTestId('terminal-missing').getByText('No agent ag_nosuchagent is enrolled').waitFor();
+    expect(await page.getByTestId('terminal').count()).toBe(0);
+    await shot(page, shots, 'terminal-unknown');
+    expect(errors.filter((e) => !e.includes('404'))).toEqual([]);
+    await page.close();
+  });
 
   // Last: it stops svcd.
   it('says the node is offline when its svcd is gone', async () => {

@@ -48,7 +48,7 @@ describe.skipIf(!haveChromium)('web console (chromium)', () => {
       domains: [a.id],
     });
 
-    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     const errors = collectPageErrors(page);
     const res = await page.goto(tower.url);
     expect(res?.headers()['content-security-policy']).toContain("default-src 'none'");
@@ -77,9 +77,56 @@ describe.skipIf(!haveChromium)('web console (chromium)', () => {
     await page.close();
   });
 
+  it('shows the recent history at once, older pages on demand, with names rather than ids', async () => {
+    const d = await call('POST', '/domains', { name: 'history' });
+    for (let i = 0; i < 110; i++) await call('POST', `/domains/${d.id}/m`, { name: `mission-${i}` });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    const errors = collectPageErrors(page);
+    await page.goto(tower.url);
+    await page.getByLabel('Token').fill(admin);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: 'Feed' }).click();
+    // The newest 100 at once, no new event needed; the newest first.
+    const rows = page.getByTestId('feed').locator('tbody tr');
+    await expect.poll(() => rows.count()).toBe(100);
+    expect(await rows.first().textContent()).toContain('mission-109');
+    expect(await page.getByText('No events yet').count()).toBe(0);
+    // Names, not ids: the domain by name, its id on hover; times as "… ago", full on hover.
+    const domainRef = rows.first().locator('[data-ref="domain"] [title]');
+    expect(await domainRef.textContent()).toBe('history');
+    expect(await domainRef.getAttribute('title')).toBe(`domain ${d.id}`);
+    expect(await page.getByTestId('feed').textContent()).not.toContain(String(d.id));
+    expect(await rows.first().locator('time').textContent()).toMatch(/just now|s ago/);
+    await shot(page, shots, 'feed-history', false);
+    // Older pages until the first event the tower keeps: the domain's creation.
+    while ((await page.getByTestId('feed-start').count()) === 0) {
+      await page.getByRole('button', { name: 'Load older events' }).click();
+      await page
+        .getByRole('button', { name: 'Load older events' })
+        .or(page.getByTestId('feed-start'))
+        .waitFor();
+    }
+    await page
+      .getByTestId('feed')
+      .getByText(/: mission-0$/)
+      .waitFor();
+    await page
+      .getByTestId('feed')
+      .locator('tr', { hasText: 'domain created' })
+      .getByText('history')
+      .first()
+      .waitFor();
+    // Filters are choices among names.
+    await page.getByLabel('Domain').selectOption({ label: 'history' });
+    await page.getByLabel('Mission').selectOption({ label: 'mission-7' });
+    await expect.poll(() => rows.count()).toBe(1);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('shows an event arriving live, filters by type, and a banner once the tower is gone', async () => {
     const d = await call('POST', '/domains', { name: 'feedy' });
-    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     await page.goto(tower.url);
     await page.getByLabel('Token').fill(admin);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -89,7 +136,7 @@ describe.skipIf(!haveChromium)('web console (chromium)', () => {
     await call('POST', '/approvals', { domain_id: d.id, title: 'ship the console?' });
     await page.getByTestId('feed').getByText('ship the console?').first().waitFor();
     await page.getByTestId('rate-limit').waitFor();
-    await shot(page, shots, 'feed');
+    await shot(page, shots, 'feed', false);
 
     // Approve it in the Approvals view and see the decision arrive in the feed.
     await page.getByRole('link', { name: 'Approvals' }).click();

@@ -32,9 +32,10 @@ export function screenshotDir(): string {
   return dir;
 }
 
-export async function shot(page: Page, dir: string, name: string): Promise<string> {
+/** `fullPage: false`: the viewport only (a long list). */
+export async function shot(page: Page, dir: string, name: string, fullPage = true): Promise<string> {
   const path = join(dir, `${name}.png`);
-  await page.screenshot({ path, fullPage: true });
+  await page.screenshot({ path, fullPage });
   return path;
 }
 

@@ -5,10 +5,12 @@ import type { List } from '../../src/protocol/common.js';
 import type { Domain } from '../../src/protocol/records.js';
 import { ApiError, api, clearToken, getToken, rateLimit, setToken } from './api.js';
 import { feedStore } from './feed.js';
+import { directory } from './names.js';
 import { ApprovalsView } from './views/approvals.js';
 import { DomainsView } from './views/domains.js';
 import { FeedView } from './views/feed.js';
 import { NodesView } from './views/nodes.js';
+import { TaskPage } from './views/task.js';
 import { TasksView } from './views/tasks.js';
 import { TerminalView } from './views/terminal.js';
 
@@ -24,6 +26,9 @@ const VIEWS: { id: string; label: string }[] = [
   { id: 'nodes', label: 'Nodes' },
   { id: 'domains', label: 'Domains' },
 ];
+
+/** Pages under a view: its tab stays marked. */
+const PARENT: Record<string, string> = { task: 'tasks', attach: 'nodes' };
 
 function parseHash(): Route {
   const [view, arg] = location.hash.replace(/^#\/?/, '').split('/');
@@ -41,6 +46,7 @@ export function App() {
   useEffect(() => {
     if (!token) return;
     feedStore.start(token);
+    void directory.load();
     return () => feedStore.stop();
   }, [token]);
   const [, tick] = useState(0);
@@ -49,6 +55,7 @@ export function App() {
   if (!token) return <SignIn onSignedIn={(t) => setTok(t)} />;
   const signOut = () => {
     feedStore.stop();
+    directory.clear();
     clearToken();
     setTok(null);
   };
@@ -58,7 +65,11 @@ export function App() {
         <span class="brand">svc</span>
         <nav aria-label="views">
           {VIEWS.map((v) => (
-            <a key={v.id} href={`#/${v.id}`} aria-current={route.view === v.id ? 'page' : undefined}>
+            <a
+              key={v.id}
+              href={`#/${v.id}`}
+              aria-current={route.view === v.id || PARENT[route.view] === v.id ? 'page' : undefined}
+            >
               {v.label}
             </a>
           ))}
@@ -82,10 +93,12 @@ export function App() {
           <FeedView />
         ) : route.view === 'tasks' ? (
           <TasksView mission={route.arg} />
+        ) : route.view === 'task' && route.arg ? (
+          <TaskPage id={route.arg} />
         ) : route.view === 'approvals' ? (
           <ApprovalsView />
         ) : route.view === 'attach' && route.arg ? (
-          <TerminalView agent={route.arg} />
+          <TerminalView key={route.arg} agent={route.arg} />
         ) : route.view === 'nodes' ? (
           <NodesView />
         ) : (

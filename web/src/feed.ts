@@ -1,9 +1,10 @@
 // The live feed over GET /events/stream, read with fetch so the token travels in the
 // Authorization header (EventSource cannot set headers, and tokens never go in URLs).
-// Resumes with Last-Event-ID after every drop, backing off up to 5 s.
+// Resumes with Last-Event-ID after every drop, backing off up to 5 s. The store first shows
+// the recent history (GET /events, paged backwards) and follows live from where it ends.
 import { readSse } from '../../src/lib/sse-reader.js';
-import type { FeedEvent, FeedReset } from '../../src/protocol/events.js';
-import { rateLimit } from './api.js';
+import type { FeedEvent, FeedReset, HistoryPage } from '../../src/protocol/events.js';
+import { api, errorText, rateLimit } from './api.js';
 
 export type FeedState = 'connecting' | 'live' | 'down';
 
@@ -14,9 +15,15 @@ export interface FeedHandlers {
 }
 
 /** `base` is empty in the browser (same origin); tests pass the test server's URL. */
-export function openFeed(token: string, query: URLSearchParams, h: FeedHandlers, base = ''): () => void {
+export function openFeed(
+  token: string,
+  query: URLSearchParams,
+  h: FeedHandlers,
+  base = '',
+  after: string | null = null,
+): () => void {
   const abort = new AbortController();
-  let lastId: string | null = null;
+  let lastId: string | null = after;
   let delay = 250;
   const run = async () => {
     while (!abort.signal.aborted) {
@@ -79,38 +86,111 @@ export class FeedStore {
   downSince: number | null = null;
   /** The last `reset` the tower sent: the console missed events it can no longer replay. */
   reset: (FeedReset & { at: string }) | null = null;
+  /** Where older events go on (GET /events?before=); null once the oldest kept one is shown. */
+  older: string | null = null;
+  /** The history is being read (first page or an older one). */
+  loadingHistory = false;
+  historyError: string | null = null;
   private listeners = new Set<() => void>();
   private close: (() => void) | null = null;
+  private generation = 0;
+  /** Events loaded with loadOlder beyond `max`: kept while live events arrive. */
+  private extra = 0;
 
-  constructor(private readonly max = 500) {}
+  constructor(
+    private readonly max = 500,
+    private readonly firstPage = 100,
+  ) {}
 
   start(token: string): void {
     this.stop();
+    const gen = ++this.generation;
     this.events = [];
     this.reset = null;
     this.downSince = null;
-    this.close = openFeed(token, new URLSearchParams(), {
-      onEvent: (ev) => {
-        this.events = [ev, ...this.events].slice(0, this.max);
-        if (ev.rate_limit) rateLimit.set(ev.rate_limit);
-        this.notify();
+    this.older = null;
+    this.extra = 0;
+    this.historyError = null;
+    this.loadingHistory = true;
+    this.notify();
+    void (async () => {
+      // History first, then live from its newest id: nothing between the two is lost.
+      let after: string | null = null;
+      try {
+        const page = await api<HistoryPage>('GET', `/events?limit=${this.firstPage}`, undefined, token);
+        if (gen !== this.generation) return;
+        this.events = page.items;
+        this.older = page.next_cursor;
+        after = page.last_event_id;
+      } catch (e) {
+        if (gen !== this.generation) return;
+        this.historyError = errorText(e);
+      }
+      this.loadingHistory = false;
+      this.notify();
+      this.open(token, after);
+    })();
+  }
+
+  /** The next page of older events, below the oldest shown. */
+  async loadOlder(): Promise<void> {
+    if (!this.older || this.loadingHistory) return;
+    const gen = this.generation;
+    this.loadingHistory = true;
+    this.notify();
+    try {
+      const page = await api<HistoryPage>('GET', `/events?limit=${this.firstPage}&before=${this.older}`);
+      if (gen !== this.generation) return;
+      const known = new Set(this.events.map((e) => e.id));
+      const add = page.items.filter((e) => !known.has(e.id));
+      this.events = [...this.events, ...add];
+      this.extra += add.length;
+      this.older = page.next_cursor;
+      this.historyError = null;
+    } catch (e) {
+      this.historyError = errorText(e);
+    } finally {
+      this.loadingHistory = false;
+      this.notify();
+    }
+  }
+
+  private open(token: string, after: string | null): void {
+    this.close = openFeed(
+      token,
+      new URLSearchParams(),
+      {
+        onEvent: (ev) => {
+          const all = [ev, ...this.events];
+          const keep = this.max + this.extra;
+          if (all.length > keep) {
+            // The oldest go; "load older" reads them again.
+            this.events = all.slice(0, keep);
+            this.older = this.events[this.events.length - 1]?.id ?? this.older;
+          } else this.events = all;
+          if (ev.rate_limit) rateLimit.set(ev.rate_limit);
+          this.notify();
+        },
+        onState: (s, detail) => {
+          if (s === 'down' && this.downSince === null) this.downSince = Date.now();
+          if (s === 'live') this.downSince = null;
+          this.state = s;
+          this.detail = detail;
+          this.notify();
+        },
+        onReset: (info) => {
+          // What is still on screen is older than the gap: keep it but say events are missing.
+          this.reset = { ...info, at: new Date().toISOString() };
+          this.notify();
+        },
       },
-      onState: (s, detail) => {
-        if (s === 'down' && this.downSince === null) this.downSince = Date.now();
-        if (s === 'live') this.downSince = null;
-        this.state = s;
-        this.detail = detail;
-        this.notify();
-      },
-      onReset: (info) => {
-        // What is still on screen is older than the gap: keep it but say events are missing.
-        this.reset = { ...info, at: new Date().toISOString() };
-        this.notify();
-      },
-    });
+      '',
+      after,
+    );
   }
 
   stop(): void {
+    this.generation++;
     this.close?.();
     this.close = null;
   }

@@ -10,7 +10,7 @@ export { Terminal } from '@xterm/xterm';
  */
 export function fitSize(
   box: HTMLElement,
-  font: { family: string; size: number },
+  font: { family: string; size: number; lineHeight?: number },
 ): { cols: number; rows: number } {
   const probe = document.createElement('span');
   probe.textContent = 'W'.repeat(32);
@@ -19,7 +19,8 @@ export function fitSize(
   const r = probe.getBoundingClientRect();
   probe.remove();
   const cellW = r.width / 32 || 8;
-  const cellH = Math.ceil(r.height) || 16;
+  // xterm's row height: the font's cell times lineHeight, whole pixels.
+  const cellH = Math.floor((Math.ceil(r.height) || 16) * (font.lineHeight ?? 1));
   const style = getComputedStyle(box);
   const w = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 14; // scrollbar
   const h = box.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);

@@ -11,6 +11,7 @@ import type { AgentSpec, BackendKind } from './agents-file.js';
 import type { RunningUnit, UnitBackend } from './backends/types.js';
 import type { SupervisorSettings } from './config-section.js';
 import { nextNightly } from './nightly.js';
+import { sampleUsage, type UsageState } from './usage.js';
 import { freshWatch, type WatchState } from './watchdog.js';
 
 export interface Agent {
@@ -25,6 +26,8 @@ export interface Agent {
   desired: 'running' | 'stopped';
   paused: boolean;
   watch: WatchState;
+  /** The last CPU reading of its process (usage.ts). */
+  usage?: UsageState | null;
   startedAt: number | null;
   restarts: number;
   lastRestartAt: number | null;
@@ -122,8 +125,18 @@ export function logFileOf(spec: AgentSpec, logsDir: string): string {
 }
 
 /** The agent as agent.list and agent.status show it (src/protocol/agents.ts). */
-export function statusOf(a: Agent, where: { logsDir: string; tmuxSocket: string }): AgentStatus {
+export function statusOf(
+  a: Agent,
+  where: { logsDir: string; tmuxSocket: string; now?: number },
+): AgentStatus {
   const kind = a.backend.kind;
+  const pid = a.state === 'running' ? (a.unit?.pid ?? null) : null;
+  let usage: AgentStatus['usage'] = null;
+  if (where.now !== undefined) {
+    const s = sampleUsage(pid, where.now, a.usage ?? null);
+    a.usage = s.state;
+    usage = s.usage;
+  }
   return {
     id: a.spec.id,
     runtime: a.spec.runtime,
@@ -134,7 +147,7 @@ export function statusOf(a: Agent, where: { logsDir: string; tmuxSocket: string 
     paused: a.paused,
     pty: a.spec.pty,
     state: a.state,
-    pid: a.state === 'running' ? (a.unit?.pid ?? null) : null,
+    pid,
     started_at: a.startedAt === null ? null : iso(a.startedAt),
     restarts: a.restarts,
     last_restart_at: a.lastRestartAt === null ? null : iso(a.lastRestartAt),
@@ -148,5 +161,6 @@ export function statusOf(a: Agent, where: { logsDir: string; tmuxSocket: string 
     checked_at: a.checkedAt === null ? null : iso(a.checkedAt),
     log_file: kind === 'systemd' ? null : logFileOf(a.spec, where.logsDir),
     tmux: kind === 'tmux' ? { socket: where.tmuxSocket, session: a.unitName } : null,
+    usage,
   };
 }

@@ -194,7 +194,8 @@ export function createSupervisor(ctx: SupervisorContext, deps: SupervisorDeps): 
     );
   }
 
-  const view = (a: Agent) => statusOf(a, { logsDir: paths.logsDir, tmuxSocket: tmuxSocket() });
+  const view = (a: Agent) =>
+    statusOf(a, { logsDir: paths.logsDir, tmuxSocket: tmuxSocket(), now: clock.now() });
 
   /** Runs `op` on the agent's queue and answers its status afterwards. */
   async function operate(id: string, op: (a: Agent) => Promise<void>): Promise<AgentStatus> {

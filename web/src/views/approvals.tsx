@@ -2,6 +2,7 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import type { Approval } from '../../../src/protocol/approvals.js';
 import { ApiError, api, listAll } from '../api.js';
+import { Ref, Time } from '../ui.js';
 
 export function ApprovalsView() {
   const [items, setItems] = useState<Approval[] | null>(null);
@@ -32,6 +33,7 @@ export function ApprovalsView() {
   if (!items && !error) return <p class="muted">Loading…</p>;
   const pending = (items ?? []).filter((a) => a.status === 'pending');
   const decided = (items ?? []).filter((a) => a.status !== 'pending');
+  const now = Date.now();
   return (
     <section>
       <h2>Approvals</h2>
@@ -60,7 +62,7 @@ export function ApprovalsView() {
               <td>{a.title}</td>
               <td class={a.status === 'approved' ? 'ok' : 'error'}>{a.status}</td>
               <td>{a.reason ?? ''}</td>
-              <td class="muted mono">{a.decided_by ?? ''}</td>
+              <td class="muted">{a.decided_at ? <Time iso={a.decided_at} now={now} /> : ''}</td>
             </tr>
           ))}
         </tbody>
@@ -85,9 +87,14 @@ function PendingCard(props: {
     <li class="card">
       <h4>{a.title}</h4>
       {a.detail && <p>{a.detail}</p>}
-      <p class="muted mono">
-        {a.domain_id}
-        {a.agent_id ? ` · ${a.agent_id}` : ''}
+      <p class="muted">
+        <Ref kind="domain" id={a.domain_id} />
+        {a.agent_id && (
+          <>
+            {' · asked by '}
+            <Ref kind="agent" id={a.agent_id} />
+          </>
+        )}
       </p>
       <label>
         Reason for {a.title}{' '}

@@ -2,6 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Domain, Mission } from '../../../src/protocol/records.js';
 import { ApiError, listAll } from '../api.js';
+import { CopyButton } from '../ui.js';
 
 export function DomainsView() {
   const [domains, setDomains] = useState<Domain[] | null>(null);
@@ -44,12 +45,17 @@ export function DomainsView() {
         {domains.map((d) => (
           <li key={d.id} class="card">
             <h3>{d.name}</h3>
-            <p class="muted mono">{d.id}</p>
+            <p class="muted mono">
+              {d.id} <CopyButton text={d.id} label={`Copy id of domain ${d.name}`} />
+            </p>
             {d.description && <p>{d.description}</p>}
             <ul class="missions">
               {(missions[d.id] ?? []).map((m) => (
                 <li key={m.id}>
-                  {m.name} <span class="muted mono">{m.id}</span>
+                  <a href={`#/tasks/${encodeURIComponent(m.id)}`} title={`mission ${m.id}`}>
+                    {m.name}
+                  </a>{' '}
+                  <CopyButton text={m.id} label={`Copy id of mission ${m.name}`} />
                 </li>
               ))}
             </ul>

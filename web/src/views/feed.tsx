@@ -1,8 +1,11 @@
-// Live feed: events as they arrive, filters, pause, a banner while the stream is down and
-// the principal's rate-limit block from the latest event.
+// The feed: the recent history at once (older pages on demand), then events as they arrive;
+// filters among known domains and missions, pause, a banner while the stream is down and the
+// principal's rate-limit block from the latest event.
 import { useEffect, useState } from 'preact/hooks';
 import type { FeedEvent } from '../../../src/protocol/events.js';
 import { feedStore } from '../feed.js';
+import { directory } from '../names.js';
+import { Ref, Time, useDirectory, useNow } from '../ui.js';
 
 const TYPES = ['approval', 'inbox', 'matrix', 'progress'];
 
@@ -14,6 +17,8 @@ export function FeedView() {
   // Paused: the view keeps showing the events as of the moment of pausing.
   const [frozen, setFrozen] = useState<FeedEvent[] | null>(null);
   useEffect(() => feedStore.subscribe(() => tick((n) => n + 1)), []);
+  useDirectory();
+  const now = useNow();
   const paused = frozen !== null;
   const events = frozen ?? feedStore.events;
   const state = { s: feedStore.state, detail: feedStore.detail };
@@ -23,15 +28,15 @@ export function FeedView() {
   const shown = events.filter(
     (e) =>
       (!type || e.type === type) &&
-      (!domain.trim() || e.domain_id === domain.trim()) &&
-      (!mission.trim() || e.mission_id === mission.trim()),
+      (!domain || e.domain_id === domain) &&
+      (!mission || e.mission_id === mission),
   );
 
   const reset = feedStore.reset;
   return (
     <section>
       <h2>
-        Live feed{' '}
+        Feed{' '}
         <span class={state.s === 'live' ? 'ok' : 'muted'} data-testid="feed-state">
           {state.s}
         </span>
@@ -50,19 +55,33 @@ export function FeedView() {
         </label>
         <label>
           Domain{' '}
-          <input
+          <select
             value={domain}
-            placeholder="domain id"
-            onChange={(e) => setDomain((e.target as HTMLInputElement).value)}
-          />
+            onChange={(e) => {
+              setDomain((e.target as HTMLSelectElement).value);
+              setMission('');
+            }}
+          >
+            <option value="">all</option>
+            {directory.domains.map((d) => (
+              <option key={d.id} value={d.id}>
+                {d.name}
+              </option>
+            ))}
+          </select>
         </label>
         <label>
           Mission{' '}
-          <input
-            value={mission}
-            placeholder="mission id"
-            onChange={(e) => setMission((e.target as HTMLInputElement).value)}
-          />
+          <select value={mission} onChange={(e) => setMission((e.target as HTMLSelectElement).value)}>
+            <option value="">all</option>
+            {directory.missions
+              .filter((m) => !domain || m.domain_id === domain)
+              .map((m) => (
+                <option key={m.id} value={m.id}>
+                  {domain ? m.name : `${directory.name('domain', m.domain_id) ?? m.domain_id} / ${m.name}`}
+                </option>
+              ))}
+          </select>
         </label>
         {paused ? (
           <button type="button" onClick={resume}>
@@ -81,28 +100,94 @@ export function FeedView() {
           ; the feed continues from there.
         </p>
       )}
-      {shown.length === 0 && <p class="muted">No events yet.</p>}
-      <table data-testid="feed">
+      {feedStore.historyError && (
+        <p role="alert" class="error">
+          Cannot read the history: {feedStore.historyError}
+        </p>
+      )}
+      {shown.length === 0 && !feedStore.loadingHistory && (
+        <p class="muted">{events.length === 0 ? 'No events yet.' : 'No events match these filters.'}</p>
+      )}
+      <table data-testid="feed" class="feed">
+        <thead>
+          <tr>
+            <th>when</th>
+            <th>type</th>
+            <th>status</th>
+            <th>what</th>
+            <th>domain / mission</th>
+            <th>agent</th>
+          </tr>
+        </thead>
         <tbody>
           {shown.map((e) => (
-            <tr key={e.id}>
-              <td class="mono">{e.id}</td>
-              <td class="mono">{new Date(e.ts).toLocaleTimeString()}</td>
+            <tr key={e.id} data-event={e.id}>
+              <td class="nowrap">
+                <Time iso={e.ts} now={now} />
+              </td>
               <td>{e.type}</td>
               <td>{e.status}</td>
-              <td class="mono">{summary(e)}</td>
+              <td>
+                <Summary e={e} />
+              </td>
+              <td>
+                {e.domain_id && <Ref kind="domain" id={e.domain_id} copy={false} />}
+                {e.mission_id && (
+                  <>
+                    {' / '}
+                    <Ref kind="mission" id={e.mission_id} copy={false} />
+                  </>
+                )}
+              </td>
+              <td>{e.agent_id && <Ref kind="agent" id={e.agent_id} copy={false} />}</td>
             </tr>
           ))}
         </tbody>
       </table>
+      <p class="toolbar">
+        {feedStore.loadingHistory ? (
+          <span class="muted">Loading history…</span>
+        ) : feedStore.older ? (
+          <button type="button" onClick={() => void feedStore.loadOlder()}>
+            Load older events
+          </button>
+        ) : (
+          <span class="muted" data-testid="feed-start">
+            {events.length > 0 ? 'That is the oldest event the tower keeps.' : ''}
+          </span>
+        )}
+      </p>
     </section>
+  );
+}
+
+/** What happened, in words: a task's title links to its page. */
+function Summary(props: { e: FeedEvent }) {
+  const { e } = props;
+  const p = e.payload as Record<string, unknown>;
+  const taskId = p.entity === 'mesh_task' ? p.id : p.task_id;
+  const text = summary(e);
+  const action =
+    typeof p.action === 'string' && p.entity ? `${String(p.entity).replace('_', ' ')} ${p.action}: ` : '';
+  if (typeof taskId === 'string')
+    return (
+      <>
+        {action}
+        <a href={`#/task/${encodeURIComponent(taskId)}`}>{text}</a>
+      </>
+    );
+  return (
+    <>
+      {action}
+      {text}
+    </>
   );
 }
 
 function summary(e: FeedEvent): string {
   const p = e.payload as Record<string, unknown> | null;
   if (p && typeof p === 'object') {
-    const title = p.title ?? p.kind ?? p.message ?? p.name;
+    const title = p.title ?? p.text ?? p.message ?? p.name ?? p.kind;
     if (typeof title === 'string') return title;
   }
   return JSON.stringify(e.payload).slice(0, 160);

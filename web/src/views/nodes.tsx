@@ -6,8 +6,22 @@ import type { AgentStatus } from '../../../src/protocol/agents.js';
 import type { Agent } from '../../../src/protocol/mesh.js';
 import type { Node, NodeStatus } from '../../../src/protocol/nodes.js';
 import { api, errorText, listAll } from '../api.js';
+import { bytes, duration } from '../format.js';
+import { CopyButton, Time, useNow } from '../ui.js';
 
 const time = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
+
+/** CPU (percent of a core since the previous look, else CPU time so far) and resident memory. */
+function Usage(props: { s: AgentStatus }) {
+  const u = props.s.usage;
+  if (!u) return <span class="muted">—</span>;
+  return (
+    <span data-testid="usage" title={`CPU time ${duration(u.cpu_seconds * 1000)} since start`}>
+      {u.cpu_percent !== null ? `${u.cpu_percent.toFixed(1)}% CPU` : `${duration(u.cpu_seconds * 1000)} CPU`}
+      <div class="muted">{bytes(u.rss_bytes)}</div>
+    </span>
+  );
+}
 
 export function NodesView() {
   const [nodes, setNodes] = useState<Node[] | null>(null);
@@ -93,6 +107,7 @@ function NodeCard(props: { node: Node; agents: Agent[] }) {
   };
 
   const nameOf = (id: string) => props.agents.find((a) => a.id === id)?.name ?? id;
+  const now = useNow();
 
   return (
     <article class="card node" aria-label={`node ${node.hostname}`}>
@@ -102,7 +117,9 @@ function NodeCard(props: { node: Node; agents: Agent[] }) {
           {node.online ? 'online' : 'offline'}
         </span>
       </h3>
-      <p class="muted mono">{node.id}</p>
+      <p class="muted mono">
+        {node.id} <CopyButton text={node.id} label={`Copy id of node ${node.hostname}`} />
+      </p>
       {error && (
         <p role="alert" class="error">
           {error}
@@ -127,6 +144,7 @@ function NodeCard(props: { node: Node; agents: Agent[] }) {
                   <th>agent</th>
                   <th>state</th>
                   <th>runtime</th>
+                  <th>cpu / memory</th>
                   <th>restarts</th>
                   <th>last restart</th>
                   <th />
@@ -139,8 +157,13 @@ function NodeCard(props: { node: Node; agents: Agent[] }) {
                   return (
                     <tr key={s.id} data-agent={s.id}>
                       <td>
-                        {label}
-                        <div class="muted mono">{s.id}</div>
+                        <span title={`agent ${s.id}`}>{label}</span>{' '}
+                        <CopyButton text={s.id} label={`Copy id of agent ${label}`} />
+                        {s.started_at && (
+                          <div class="muted">
+                            up since <Time iso={s.started_at} now={now} />
+                          </div>
+                        )}
                       </td>
                       <td data-testid="unit-state">
                         <span class={s.state === 'running' ? 'ok' : s.state === 'dead' ? 'error' : ''}>
@@ -155,11 +178,18 @@ function NodeCard(props: { node: Node; agents: Agent[] }) {
                       <td>
                         {s.runtime} <span class="muted">({s.backend})</span>
                       </td>
+                      <td>
+                        <Usage s={s} />
+                      </td>
                       <td data-testid="restarts">{s.restarts}</td>
                       <td class="muted">
-                        {s.last_restart_at
-                          ? `${time(s.last_restart_at)} (${s.last_restart_reason ?? ''})`
-                          : '—'}
+                        {s.last_restart_at ? (
+                          <>
+                            <Time iso={s.last_restart_at} now={now} /> ({s.last_restart_reason ?? ''})
+                          </>
+                        ) : (
+                          '—'
+                        )}
                       </td>
                       <td class="actions">
                         <button
@@ -189,6 +219,11 @@ function NodeCard(props: { node: Node; agents: Agent[] }) {
                           >
                             Pause
                           </button>
+                        )}
+                        {s.log_file && (
+                          <CopyButton text={`svc logs ${s.id} -f`} label={`Copy the log command of ${label}`}>
+                            Log
+                          </CopyButton>
                         )}
                         {s.pty && enrolled && (
                           <a
@@ -268,10 +303,15 @@ function NodeCard(props: { node: Node; agents: Agent[] }) {
         <tbody>
           {props.agents.map((a) => (
             <tr key={a.id}>
-              <td>{a.name}</td>
+              <td>
+                <span title={`agent ${a.id}`}>{a.name}</span>{' '}
+                <CopyButton text={a.id} label={`Copy id of agent ${a.name}`} />
+              </td>
               <td>{a.runtime}</td>
               <td>{a.status}</td>
-              <td class="muted mono">{a.id}</td>
+              <td class="muted">
+                enrolled <Time iso={a.created_at} now={now} />
+              </td>
             </tr>
           ))}
         </tbody>

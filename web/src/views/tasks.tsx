@@ -1,19 +1,33 @@
-// Mesh tasks of one mission, grouped by state: submit, retry (failed only), cancel
-// (pending/claimed/running), and the live progress of running tasks from the feed's
-// `progress` events. The list reloads when a `matrix` event for the mission arrives.
+// Mesh tasks of one mission, grouped by state, with filters among known names (mission, state,
+// agent): each links to its page (task.tsx); retry (failed only) and cancel (pending, claimed,
+// running) in the row; running tasks show their live progress from the feed's `progress`
+// events; a dialog submits a new task. The list reloads when a `matrix` event of the mission
+// arrives.
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { FeedEvent } from '../../../src/protocol/events.js';
 import type { MeshTask } from '../../../src/protocol/mesh.js';
-import type { Domain, Mission } from '../../../src/protocol/records.js';
 import { api, errorText, listAll } from '../api.js';
 import { feedStore } from '../feed.js';
+import { duration } from '../format.js';
+import { directory } from '../names.js';
+import { Ref, Time, useDirectory, useNow } from '../ui.js';
+import { SubmitDialog } from './task-submit.js';
 
-const STATES: MeshTask['state'][] = ['running', 'claimed', 'pending', 'failed', 'completed', 'cancelled'];
-const CANCELLABLE = new Set(['pending', 'claimed', 'running']);
+export const STATES: MeshTask['state'][] = [
+  'running',
+  'claimed',
+  'pending',
+  'failed',
+  'completed',
+  'cancelled',
+];
+export const CANCELLABLE = new Set(['pending', 'claimed', 'running']);
+export const ENDED = new Set(['failed', 'completed', 'cancelled']);
 
-interface Progress {
+export interface Progress {
   text: string;
   percent?: number;
+  ts: string;
 }
 
 /** The newest progress event of each task, from the feed (events are newest first). */
@@ -25,43 +39,46 @@ export function latestProgress(events: FeedEvent[]): Map<string, Progress> {
     if (!p || typeof p.task_id !== 'string' || out.has(p.task_id)) continue;
     out.set(p.task_id, {
       text: typeof p.text === 'string' ? p.text : '',
+      ts: e.ts,
       ...(typeof p.percent === 'number' ? { percent: p.percent } : {}),
     });
   }
   return out;
 }
 
+export function isTaskEvent(e: FeedEvent): boolean {
+  const p = e.payload as { entity?: unknown } | null;
+  return p?.entity === 'mesh_task';
+}
+
+export function ProgressBar(props: { p: Progress; title: string }) {
+  const { p } = props;
+  return (
+    <span data-testid="progress" class="progress">
+      {p.percent !== undefined && (
+        <progress max={100} value={p.percent} aria-label={`progress of ${props.title}`} />
+      )}{' '}
+      {p.percent !== undefined && <span>{Math.round(p.percent)}%</span>} {p.text}
+    </span>
+  );
+}
+
 export function TasksView(props: { mission?: string | undefined }) {
-  const [missions, setMissions] = useState<{ domain: Domain; mission: Mission }[] | null>(null);
+  useDirectory();
+  const now = useNow();
   const [error, setError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [tasks, setTasks] = useState<MeshTask[] | null>(null);
+  const [state, setState] = useState('');
+  const [agent, setAgent] = useState('');
+  const [submitting, setSubmitting] = useState(false);
   const [, tick] = useState(0);
   useEffect(() => feedStore.subscribe(() => tick((n) => n + 1)), []);
-  const missionId = props.mission ?? missions?.[0]?.mission.id;
-
-  useEffect(() => {
-    let live = true;
-    (async () => {
-      try {
-        const ds = await listAll<Domain>('/domains');
-        const all = await Promise.all(
-          ds.map(async (d) =>
-            (await listAll<Mission>(`/domains/${encodeURIComponent(d.id)}/m`)).map((m) => ({
-              domain: d,
-              mission: m,
-            })),
-          ),
-        );
-        if (live) setMissions(all.flat());
-      } catch (e) {
-        if (live) setError(errorText(e));
-      }
-    })();
-    return () => {
-      live = false;
-    };
-  }, []);
+  const missions = directory.missions;
+  const missionId = props.mission ?? missions[0]?.id;
+  const mission = missions.find((m) => m.id === missionId);
+  // A mission made after sign-in: asking for its name reloads the directory.
+  if (missionId && !mission) directory.name('mission', missionId);
 
   const load = useCallback(async () => {
     if (!missionId) return;
@@ -104,10 +121,22 @@ export function TasksView(props: { mission?: string | undefined }) {
     await load();
   };
 
-  if (!missions && !error) return <p class="muted">Loading…</p>;
+  if (!directory.loaded) return <p class="muted">Loading…</p>;
+  const agents = [...new Set((tasks ?? []).map((t) => t.claimed_by ?? t.assigned_agent_id).filter(Boolean))];
+  const shown = (tasks ?? []).filter(
+    (t) =>
+      (!state || t.state === state) && (!agent || t.claimed_by === agent || t.assigned_agent_id === agent),
+  );
   return (
     <section>
-      <h2>Tasks</h2>
+      <div class="title-row">
+        <h2>Tasks</h2>
+        {mission && (
+          <button type="button" class="primary" onClick={() => setSubmitting(true)}>
+            New task
+          </button>
+        )}
+      </div>
       {error && (
         <p role="alert" class="error">
           {error}
@@ -118,8 +147,8 @@ export function TasksView(props: { mission?: string | undefined }) {
           {notice}
         </p>
       )}
-      {missions && missions.length === 0 && <p class="muted">No missions: create one first.</p>}
-      {missions && missions.length > 0 && (
+      {missions.length === 0 && <p class="muted">No missions: create one first.</p>}
+      {missions.length > 0 && (
         <div class="toolbar">
           <label>
             Mission{' '}
@@ -129,34 +158,55 @@ export function TasksView(props: { mission?: string | undefined }) {
                 location.hash = `#/tasks/${encodeURIComponent((e.target as HTMLSelectElement).value)}`;
               }}
             >
-              {missions.map(({ domain, mission }) => (
-                <option key={mission.id} value={mission.id}>
-                  {domain.name} / {mission.name}
+              {missions.map((m) => (
+                <option key={m.id} value={m.id} title={m.id}>
+                  {directory.name('domain', m.domain_id) ?? m.domain_id} / {m.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            State{' '}
+            <select value={state} onChange={(e) => setState((e.target as HTMLSelectElement).value)}>
+              <option value="">all</option>
+              {STATES.map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Agent{' '}
+            <select value={agent} onChange={(e) => setAgent((e.target as HTMLSelectElement).value)}>
+              <option value="">any</option>
+              {agents.map((id) => (
+                <option key={id} value={id as string} title={id as string}>
+                  {directory.name('agent', id as string) ?? id}
                 </option>
               ))}
             </select>
           </label>
         </div>
       )}
-      {missionId && (
-        <SubmitForm
-          missionId={missionId}
+      {submitting && mission && (
+        <SubmitDialog
+          mission={mission}
+          onClose={() => setSubmitting(false)}
           onDone={(t, err) => {
             if (t) {
-              setNotice(`Submitted “${t.title}” (${t.id}).`);
+              setNotice(`Submitted “${t.title}”.`);
               setError(null);
               void load();
-            } else {
-              setNotice(null);
-              setError(err);
-            }
+            } else setNotice(null);
+            if (err) setError(null);
           }}
         />
       )}
       {tasks && tasks.length === 0 && <p class="muted">No tasks in this mission yet.</p>}
       {tasks &&
         STATES.map((s) => {
-          const rows = tasks.filter((t) => t.state === s);
+          const rows = shown.filter((t) => t.state === s);
           if (rows.length === 0) return null;
           return (
             <div key={s} data-testid={`tasks-${s}`}>
@@ -166,7 +216,7 @@ export function TasksView(props: { mission?: string | undefined }) {
               <table class="tasks">
                 <tbody>
                   {rows.map((t) => (
-                    <TaskRow key={t.id} t={t} progress={progress.get(t.id)} act={act} />
+                    <TaskRow key={t.id} t={t} now={now} progress={progress.get(t.id)} act={act} />
                   ))}
                 </tbody>
               </table>
@@ -177,13 +227,9 @@ export function TasksView(props: { mission?: string | undefined }) {
   );
 }
 
-function isTaskEvent(e: FeedEvent): boolean {
-  const p = e.payload as { entity?: unknown } | null;
-  return p?.entity === 'mesh_task';
-}
-
 function TaskRow(props: {
   t: MeshTask;
+  now: number;
   progress: Progress | undefined;
   act: (t: MeshTask, what: 'retry' | 'cancel') => Promise<void>;
 }) {
@@ -194,28 +240,33 @@ function TaskRow(props: {
     await props.act(t, what);
     setBusy(false);
   };
+  const ended = ENDED.has(t.state);
   return (
     <tr data-task={t.id}>
       <td>
-        {t.title}
-        {t.parent_id && <span class="muted"> (run of {t.parent_id})</span>}
+        <a href={`#/task/${encodeURIComponent(t.id)}`}>{t.title}</a>
+        {t.parent_id && <span class="muted"> (a run of a broadcast)</span>}
       </td>
       <td class="muted">
-        attempt {t.attempt}/{t.max_attempts} · prio {t.priority} · {t.claim_policy}
+        attempt {t.attempt}/{t.max_attempts} · prio {t.priority} · {t.claim_policy.replace('_', ' ')}
       </td>
-      <td class="mono">{t.claimed_by ?? ''}</td>
-      <td>
-        {t.state === 'running' && progress && (
-          <span data-testid="progress">
-            {progress.percent !== undefined && (
-              <progress max={100} value={progress.percent} aria-label={`progress of ${t.title}`} />
-            )}{' '}
-            {progress.text}
+      <td>{t.claimed_by ? <Ref kind="agent" id={t.claimed_by} copy={false} /> : ''}</td>
+      <td class="muted nowrap">
+        {ended ? (
+          <span title="from submission to its end">
+            took {duration(Date.parse(t.updated_at) - Date.parse(t.created_at))}
           </span>
+        ) : (
+          <>
+            submitted <Time iso={t.created_at} now={props.now} />
+          </>
         )}
+      </td>
+      <td>
+        {t.state === 'running' && progress && <ProgressBar p={progress} title={t.title} />}
         {t.state === 'failed' && t.failure_reason && (
-          <span class="error" data-testid="failure-reason">
-            {t.failure_reason}
+          <span class="error" data-testid="failure-reason" title={t.failure_reason}>
+            {t.failure_reason.split('\n')[0]}
           </span>
         )}
       </td>
@@ -237,84 +288,5 @@ function TaskRow(props: {
         )}
       </td>
     </tr>
-  );
-}
-
-function SubmitForm(props: { missionId: string; onDone: (t: MeshTask | null, error: string) => void }) {
-  const [title, setTitle] = useState('');
-  const [description, setDescription] = useState('');
-  const [policy, setPolicy] = useState('first_claim');
-  const [priority, setPriority] = useState('0');
-  const [agent, setAgent] = useState('');
-  const [busy, setBusy] = useState(false);
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    try {
-      const body: Record<string, unknown> = {
-        title: title.trim(),
-        description,
-        claim_policy: policy,
-        priority: Number(priority),
-      };
-      if (policy === 'assigned') body.assigned_agent_id = agent.trim();
-      const t = await api<MeshTask>(
-        'POST',
-        `/work/missions/${encodeURIComponent(props.missionId)}/tasks`,
-        body,
-      );
-      setTitle('');
-      setDescription('');
-      props.onDone(t, '');
-    } catch (err) {
-      props.onDone(null, errorText(err));
-    } finally {
-      setBusy(false);
-    }
-  };
-  return (
-    <form class="card submit" onSubmit={submit} aria-label="Submit a task">
-      <h3>Submit a task</h3>
-      <div class="toolbar">
-        <label>
-          Title <input value={title} onInput={(e) => setTitle((e.target as HTMLInputElement).value)} />
-        </label>
-        <label>
-          Policy{' '}
-          <select value={policy} onChange={(e) => setPolicy((e.target as HTMLSelectElement).value)}>
-            <option value="first_claim">first_claim</option>
-            <option value="assigned">assigned</option>
-            <option value="broadcast">broadcast</option>
-          </select>
-        </label>
-        {policy === 'assigned' && (
-          <label>
-            Agent id <input value={agent} onInput={(e) => setAgent((e.target as HTMLInputElement).value)} />
-          </label>
-        )}
-        <label>
-          Priority{' '}
-          <input
-            type="number"
-            min={-1000}
-            max={1000}
-            value={priority}
-            class="narrow"
-            onInput={(e) => setPriority((e.target as HTMLInputElement).value)}
-          />
-        </label>
-      </div>
-      <label class="block">
-        Description{' '}
-        <textarea
-          rows={2}
-          value={description}
-          onInput={(e) => setDescription((e.target as HTMLTextAreaElement).value)}
-        />
-      </label>
-      <button type="submit" disabled={busy}>
-        {busy ? 'Submitting…' : 'Submit task'}
-      </button>
-    </form>
   );
 }

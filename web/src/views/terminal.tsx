@@ -6,14 +6,21 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { AttachTicket } from '../../../src/protocol/attach.js';
 import type { Agent } from '../../../src/protocol/mesh.js';
 import type { Node } from '../../../src/protocol/nodes.js';
-import { api, errorText } from '../api.js';
+import { ApiError, api, errorText } from '../api.js';
+import { CopyButton } from '../ui.js';
 
 /** Terminal bytes per WebSocket frame, as svcd and svc attach send them (protocol/attach.ts). */
 const FRAME_BYTES = 32 * 1024;
 
 type Term = import('@xterm/xterm').Terminal;
 
-const FONT = { family: 'ui-monospace, Menlo, Consolas, monospace', size: 14 };
+// A line height above 1 keeps the underscore inside its cell: at 1.0 the cell is cut just
+// above the glyph's descent in common monospace fonts, and `x86_64` reads `x86 64`.
+const FONT = {
+  family: '"DejaVu Sans Mono", "Liberation Mono", ui-monospace, Menlo, Consolas, monospace',
+  size: 14,
+  lineHeight: 1.2,
+};
 
 /** What a close means to the user, from the last control frame or the close code. */
 function endMessage(
@@ -39,6 +46,8 @@ export function TerminalView(props: { agent: string }) {
   // Bumped by Reconnect: reloads the agent and node, which opens a new session.
   const [reload, setReload] = useState(0);
   const [ready, setReady] = useState(false);
+  // The agent is not enrolled (or not visible to this token): no terminal, a message instead.
+  const [missing, setMissing] = useState<string | null>(null);
   const readOnlyRef = useRef(readOnly);
   readOnlyRef.current = readOnly;
 
@@ -58,7 +67,11 @@ export function TerminalView(props: { agent: string }) {
             bad: true,
           });
       } catch (e) {
-        if (live) setStatus({ text: errorText(e), bad: true });
+        if (!live) return;
+        if (e instanceof ApiError && (e.status === 404 || e.code.endsWith('not_found'))) {
+          setMissing(props.agent);
+          setStatus({ text: '' });
+        } else setStatus({ text: errorText(e), bad: true });
       }
     })();
     return () => {
@@ -76,6 +89,7 @@ export function TerminalView(props: { agent: string }) {
       const t = new Terminal({
         fontFamily: FONT.family,
         fontSize: FONT.size,
+        lineHeight: FONT.lineHeight,
         scrollback: 5000,
         cursorBlink: true,
       });
@@ -186,6 +200,23 @@ export function TerminalView(props: { agent: string }) {
     };
   }, [agent, node, readOnly, ready]);
 
+  if (missing)
+    return (
+      <section class="terminal-view">
+        <h2>Terminal</h2>
+        <div class="card notice" role="alert" data-testid="terminal-missing">
+          <h3>No such agent</h3>
+          <p>
+            No agent <span class="mono">{missing}</span> is enrolled on this tower, or this token may not see
+            it, so there is no terminal to open.
+          </p>
+          <p>
+            Pick an agent with a <strong>Terminal</strong> link on the <a href="#/nodes">Nodes</a> page (PTY
+            agents have one).
+          </p>
+        </div>
+      </section>
+    );
   return (
     <section class="terminal-view">
       <h2>
@@ -209,9 +240,12 @@ export function TerminalView(props: { agent: string }) {
           Reconnect
         </button>
         <span class="muted">Keys go to the agent; Ctrl+] leaves the terminal.</span>
-        <span class="muted mono">{props.agent}</span>
+        <span class="muted mono" title="agent id">
+          {props.agent} <CopyButton text={props.agent} label="Copy agent id" />
+        </span>
       </div>
       <p
+        hidden={status.text === ''}
         role={status.bad ? 'alert' : 'status'}
         class={status.bad ? 'error' : 'muted'}
         data-testid="terminal-status"
