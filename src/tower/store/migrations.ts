@@ -151,10 +151,20 @@ const storeProbe: Migration = {
   },
 };
 
+/** A mission's override of the nodes' permission policy (docs/agents.md, Permission policy). */
+const missionAgentPolicy: Migration = {
+  version: 3,
+  name: 'missions: agent_policy',
+  async up(db) {
+    await db.schema.alterTable('missions').addColumn('agent_policy', 'text').execute();
+  },
+};
+
 /** Every migration, in order. New areas append here; never edit an applied one. */
 export const MIGRATIONS: Migration[] = [
   core,
   storeProbe,
+  missionAgentPolicy,
   feedMigration,
   feedEventIdsMigration,
   meshMigration,
