@@ -7,6 +7,7 @@ import {
   ApprovalCreate,
   ApprovalDecide,
   ApprovalListQuery,
+  type ApprovalToolCall,
   InboxListQuery,
   type InboxMessage,
   InboxSend,
@@ -22,7 +23,7 @@ import type { Tx } from '../store/tx.js';
 import type { ApprovalRow } from './migrations.js';
 
 function approvalOf(r: ApprovalRow): Approval {
-  return { ...r };
+  return { ...r, tool_call: r.tool_call === null ? null : (JSON.parse(r.tool_call) as ApprovalToolCall) };
 }
 
 function approvalEvent(tx: Tx, a: Approval, action: 'requested' | 'approved' | 'rejected'): void {
@@ -39,6 +40,8 @@ function approvalEvent(tx: Tx, a: Approval, action: 'requested' | 'approved' | '
       status: a.status,
       ...(a.reason !== null ? { reason: a.reason } : {}),
       ...(a.decided_by !== null ? { decided_by: a.decided_by } : {}),
+      ...(a.task_id !== null ? { task_id: a.task_id } : {}),
+      ...(a.tool_call !== null ? { tool_call: { kind: a.tool_call.kind, title: a.tool_call.title } } : {}),
     },
   });
 }
@@ -66,6 +69,10 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
             agent_id: body.agent_id ?? null,
             title: body.title,
             detail: body.detail ?? '',
+            task_id: body.task_id ?? null,
+            // A node asks for its subagents: the decision goes back to it (approval_decided).
+            node_id: req.principal.nodeId ?? null,
+            tool_call: body.tool_call ?? null,
             status: 'pending',
             reason: null,
             requested_by: req.principal.name,
@@ -73,7 +80,10 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
             created_at: tx.now,
             decided_at: null,
           };
-          await tx.db.insertInto('approvals').values(a).execute();
+          await tx.db
+            .insertInto('approvals')
+            .values({ ...a, tool_call: a.tool_call === null ? null : JSON.stringify(a.tool_call) })
+            .execute();
           approvalEvent(tx, a, 'requested');
           return a;
         });
@@ -88,6 +98,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
         const q = req.query as ApprovalListQuery;
         let sel = ctx.store.db.selectFrom('approvals').selectAll();
         if (q.status) sel = sel.where('status', '=', q.status);
+        if (q.task_id) sel = sel.where('task_id', '=', q.task_id);
         return listInDomains(sel, req.principal, q, approvalOf);
       },
     });
@@ -113,7 +124,12 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
         schema: { params: IdParam('approval_id'), body: ApprovalDecide },
         handler: async (req) => {
           const body = (req.body ?? {}) as ApprovalDecide;
-          return ctx.write(async (tx) => {
+          // A node only ever rejects (its subagent's question timed out): it never approves
+          // what its own agents asked.
+          if (decision === 'approve' && req.principal.kind === 'node') {
+            throw new SvcError('forbidden', 'a node cannot approve: an operator decides approvals');
+          }
+          const decided = await ctx.write(async (tx) => {
             const row = await load(req, tx.db);
             const status = decision === 'approve' ? 'approved' : 'rejected';
             // The status check is in the UPDATE itself, so two deciders racing on two
@@ -136,7 +152,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
               );
             }
             const a: Approval = {
-              ...row,
+              ...approvalOf(row),
               status,
               reason: body.reason ?? null,
               decided_by: req.principal.name,
@@ -145,6 +161,17 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
             approvalEvent(tx, a, status);
             return a;
           });
+          // After the commit: the node waiting on it hears now when its channel is on this
+          // replica; otherwise it learns by polling the approval (docs/agents.md).
+          if (decided.node_id !== null) {
+            ctx.nodes.send(decided.node_id, {
+              type: 'approval_decided',
+              approval_id: decided.id,
+              status: decided.status as 'approved' | 'rejected',
+              reason: decided.reason,
+            });
+          }
+          return decided;
         },
       });
     }

@@ -3,6 +3,7 @@
 // replicas that start together migrate once (the second waits, then finds nothing to do).
 import { type Kysely, sql } from 'kysely';
 import {
+  approvalToolCallsMigration,
   feedEventBlocksMigration,
   feedEventCompressionMigration,
   feedEventIdsMigration,
@@ -175,4 +176,5 @@ export const MIGRATIONS: Migration[] = [
   feedEventBlocksMigration,
   feedEventCompressionMigration,
   feedEventPrunedMigration,
+  approvalToolCallsMigration,
 ];
