@@ -32,7 +32,8 @@ export interface ApprovalDecision {
 }
 
 interface Wait {
-  settle(d: ApprovalDecision): void;
+  /** A decision seen on the tower (approval_decided or a poll). */
+  decided(status: 'approved' | 'rejected', reason: string | null): void;
   poll(): void;
 }
 
@@ -47,7 +48,7 @@ export class ApprovalWaits {
 
   /** approval_decided from the control channel. */
   decided(id: string, status: 'approved' | 'rejected', reason: string | null): void {
-    this.waits.get(id)?.settle({ status, reason, by: 'operator' });
+    this.waits.get(id)?.decided(status, reason);
   }
 
   /** The control channel (re)connected: ask about every open wait now. */
@@ -61,6 +62,8 @@ export class ApprovalWaits {
     return new Promise((resolve) => {
       let done = false;
       let pollTimer: TimerHandle | null = null;
+      /** This node's own rejection in flight: its echo from the tower is not an operator's. */
+      let closing: { reason: string; by: ApprovalDecision['by'] } | null = null;
       const settle = (d: ApprovalDecision) => {
         if (done) return;
         done = true;
@@ -70,11 +73,15 @@ export class ApprovalWaits {
         signal.removeEventListener('abort', onAbort);
         resolve(d);
       };
+      const decided = (status: 'approved' | 'rejected', reason: string | null) => {
+        const ours = closing !== null && status === 'rejected' && reason === closing.reason;
+        settle({ status, reason, by: ours && closing ? closing.by : 'operator' });
+      };
       const poll = () => {
         if (done) return;
         api.get(id).then(
           (a) => {
-            if (a.status !== 'pending') settle({ status: a.status, reason: a.reason, by: 'operator' });
+            if (a.status !== 'pending') decided(a.status, a.reason);
           },
           (e: unknown) => log.debug({ err: e, approval: id }, 'cannot read the approval; polling again'),
         );
@@ -89,11 +96,12 @@ export class ApprovalWaits {
       /** Rejects on the tower; a decision that won the race there is the one that counts. */
       const close = (reason: string, by: ApprovalDecision['by']) => {
         if (done) return;
+        closing = { reason, by };
         api.reject(id, reason).then(
           () => settle({ status: 'rejected', reason, by }),
           async (e: unknown) => {
             const a = await api.get(id).catch(() => null);
-            if (a && a.status !== 'pending') settle({ status: a.status, reason: a.reason, by: 'operator' });
+            if (a && a.status !== 'pending') decided(a.status, a.reason);
             else {
               log.warn({ err: e, approval: id }, 'cannot reject the approval on the tower');
               settle({ status: 'rejected', reason, by });
@@ -111,7 +119,7 @@ export class ApprovalWaits {
         void api.reject(id, 'the run ended before a decision').catch(() => {});
         settle({ status: 'rejected', reason: 'the run ended before a decision', by: 'ended' });
       };
-      this.waits.set(id, { settle, poll });
+      this.waits.set(id, { decided, poll });
       if (signal.aborted) return onAbort();
       signal.addEventListener('abort', onAbort, { once: true });
       schedulePoll();
