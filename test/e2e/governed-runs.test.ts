@@ -166,7 +166,7 @@ describe('governed agent runs', () => {
       summary: 'edit: allowed; execute: refused',
       approvals: [{ status: 'rejected', reason: 'no answer within 1s', by: 'timeout' }],
     });
-    const id = (done.result?.approvals as { approval_id: string }[])[0]?.approval_id;
+    const id = (done.result as { approvals: { approval_id: string }[] }).approvals[0]?.approval_id;
     expect(await api<Approval>('GET', `/approvals/${id}`)).toMatchObject({
       status: 'rejected',
       reason: 'no answer within 1s',
