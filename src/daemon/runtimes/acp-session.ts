@@ -187,7 +187,7 @@ export class AcpSession {
       if (child.pid !== undefined) await stopGroup(child.pid, o.stopGraceMs, o.waits);
       if (exit)
         throw new SvcError('unavailable', `ACP agent exited during initialize (${describeExit(exit)})`);
-      throw new SvcError('unavailable', `ACP agent failed to start a session: ${(e as Error).message}`);
+      throw new SvcError('unavailable', `ACP agent failed to start a session: ${errorText(e)}`);
     }
   }
 
@@ -277,7 +277,13 @@ export function describeExit(e: ExitInfo | null): string {
 }
 
 function errorText(e: unknown): string {
-  if (acp && e instanceof acp.RequestError) return e.message;
+  if (acp && e instanceof acp.RequestError) {
+    // "Internal error" alone says nothing: the agent's details are what an operator acts on.
+    const details = (e.data as { details?: unknown } | undefined)?.details;
+    return typeof details === 'string' && details !== ''
+      ? `${e.message} (${details.slice(0, 500)})`
+      : e.message;
+  }
   if (e instanceof Error) return e.message;
   return String(e);
 }
