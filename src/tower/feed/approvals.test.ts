@@ -15,7 +15,7 @@ describe.each(STORES)('approvals and inbox on %s', (store) => {
   const domain = async (name: string) => (await t.call('POST', '/domains', { name })).body as { id: string };
   const eventsOf = async (type: string) =>
     (
-      await t.tower.ctx.store.db
+      await t.tower.store.db
         .selectFrom('events')
         .select(['type', 'status', 'payload'])
         .where('type', '=', type)
@@ -181,7 +181,7 @@ describe.each(STORES)('approvals a task subagent asks for on %s', (store) => {
       status: 'approved',
       reason: 'fine',
     });
-    const events = await t.tower.ctx.store.db
+    const events = await t.tower.store.db
       .selectFrom('events')
       .select(['status', 'payload'])
       .where('type', '=', 'approval')

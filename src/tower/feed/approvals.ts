@@ -1,6 +1,7 @@
 // Approvals (pending → approved | rejected, decided once) and inbox messages, each change
 // written with its feed event in one transaction.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { newId } from '../../lib/ids.js';
 import {
   type Approval,
@@ -15,11 +16,11 @@ import {
 import { IdParam } from '../../protocol/common.js';
 import { SvcError } from '../../protocol/errors.js';
 import { canSeeDomain } from '../auth/principal.js';
-import type { TowerContext } from '../context.js';
-import type { TowerPlugin } from '../http/app.js';
+import type { ControlHub } from '../nodes/control-hub.js';
 import { listInDomains } from '../records/access.js';
 import type { AgentLookup } from '../secrets/agents.js';
-import type { Tx } from '../store/tx.js';
+import type { Store } from '../store/open.js';
+import type { Tx, Write } from '../store/tx.js';
 import type { ApprovalRow } from './migrations.js';
 
 function approvalOf(r: ApprovalRow): Approval {
@@ -46,11 +47,20 @@ function approvalEvent(tx: Tx, a: Approval, action: 'requested' | 'approved' | '
   });
 }
 
-export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
-  return (app: FastifyInstance, ctx: TowerContext) => {
+/** What the approval and inbox routes use. */
+export interface ApprovalRoutesDeps {
+  store: Store;
+  write: Write;
+  agents: AgentLookup;
+  /** Tells a node waiting on an approval its decision (approval_decided). */
+  nodes: Pick<ControlHub, 'send'>;
+}
+
+export const approvalRoutes = fp(
+  async (app: FastifyInstance, deps: ApprovalRoutesDeps) => {
     const visibleDomain = async (req: FastifyRequest, domainId: string) => {
       const row = canSeeDomain(req.principal, domainId)
-        ? await ctx.store.db.selectFrom('domains').select('id').where('id', '=', domainId).executeTakeFirst()
+        ? await deps.store.db.selectFrom('domains').select('id').where('id', '=', domainId).executeTakeFirst()
         : undefined;
       if (!row) throw new SvcError('not_found', `domain ${domainId} not found`);
     };
@@ -61,7 +71,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
       handler: async (req, reply) => {
         const body = req.body as ApprovalCreate;
         await visibleDomain(req, body.domain_id);
-        const approval = await ctx.write(async (tx) => {
+        const approval = await deps.write(async (tx) => {
           const a: Approval = {
             id: newId('apr', tx.nowMs),
             domain_id: body.domain_id,
@@ -96,14 +106,14 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
       schema: { querystring: ApprovalListQuery },
       handler: async (req) => {
         const q = req.query as ApprovalListQuery;
-        let sel = ctx.store.db.selectFrom('approvals').selectAll();
+        let sel = deps.store.db.selectFrom('approvals').selectAll();
         if (q.status) sel = sel.where('status', '=', q.status);
         if (q.task_id) sel = sel.where('task_id', '=', q.task_id);
         return listInDomains(sel, req.principal, q, approvalOf);
       },
     });
 
-    const load = async (req: FastifyRequest, db = ctx.store.db as Tx['db']): Promise<ApprovalRow> => {
+    const load = async (req: FastifyRequest, db = deps.store.db as Tx['db']): Promise<ApprovalRow> => {
       const id = (req.params as { approval_id: string }).approval_id;
       const row = await db.selectFrom('approvals').selectAll().where('id', '=', id).executeTakeFirst();
       if (!row || !canSeeDomain(req.principal, row.domain_id)) {
@@ -129,7 +139,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
           if (decision === 'approve' && req.principal.kind === 'node') {
             throw new SvcError('forbidden', 'a node cannot approve: an operator decides approvals');
           }
-          const decided = await ctx.write(async (tx) => {
+          const decided = await deps.write(async (tx) => {
             const row = await load(req, tx.db);
             const status = decision === 'approve' ? 'approved' : 'rejected';
             // The status check is in the UPDATE itself, so two deciders racing on two
@@ -164,7 +174,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
           // After the commit: the node waiting on it hears now when its channel is on this
           // replica; otherwise it learns by polling the approval (docs/agents.md).
           if (decided.node_id !== null) {
-            ctx.nodes.send(decided.node_id, {
+            deps.nodes.send(decided.node_id, {
               type: 'approval_decided',
               approval_id: decided.id,
               status: decided.status as 'approved' | 'rejected',
@@ -181,7 +191,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
       schema: { body: InboxSend },
       handler: async (req, reply) => {
         const body = req.body as InboxSend;
-        const enrolled = await opts.agents(ctx.store.db, body.agent_id);
+        const enrolled = await deps.agents(deps.store.db, body.agent_id);
         const domainId = enrolled?.domain_id ?? body.domain_id;
         if (domainId === undefined) {
           throw new SvcError(
@@ -193,7 +203,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
           throw new SvcError('not_found', `agent ${body.agent_id} not found in domain ${body.domain_id}`);
         }
         await visibleDomain(req, domainId);
-        const message = await ctx.write(async (tx) => {
+        const message = await deps.write(async (tx) => {
           const m: InboxMessage = {
             id: newId('msg', tx.nowMs),
             domain_id: domainId,
@@ -220,10 +230,11 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
       schema: { querystring: InboxListQuery },
       handler: async (req) => {
         const q = req.query as InboxListQuery;
-        let sel = ctx.store.db.selectFrom('inbox_messages').selectAll();
+        let sel = deps.store.db.selectFrom('inbox_messages').selectAll();
         if (q.agent_id !== undefined) sel = sel.where('agent_id', '=', q.agent_id);
         return listInDomains(sel, req.principal, q, (m) => m);
       },
     });
-  };
-}
+  },
+  { name: 'svc-approvals' },
+);
