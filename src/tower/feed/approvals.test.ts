@@ -197,6 +197,22 @@ describe.each(STORES)('approvals a task subagent asks for on %s', (store) => {
     ws.close();
   });
 
+  it('decides over MCP: approve_approval, reject_approval and get_approval; a node cannot approve', async () => {
+    const f = await meshFixture(t, `mcp-${store}`);
+    const mcp = async (tool: string, args: Record<string, unknown>, token?: string) => {
+      const r = await t.call('POST', '/mcp/call', { tool, args }, token);
+      return { status: r.status, code: r.body.code, result: r.body.result as Record<string, unknown> };
+    };
+    const asked = await mcp('request_approval', { domain_id: f.domainId, title: 'run it' }, f.node.jwt);
+    const id = asked.result.id as string;
+    expect((await mcp('approve_approval', { approval_id: id }, f.node.jwt)).status).toBe(403);
+    const ok = await mcp('approve_approval', { approval_id: id, reason: 'fine' });
+    expect(ok.result).toMatchObject({ id, status: 'approved', reason: 'fine' });
+    expect((await mcp('get_approval', { approval_id: id })).result.status).toBe('approved');
+    const again = await mcp('reject_approval', { approval_id: id });
+    expect(again.code).toBe('already_decided');
+  });
+
   it('lets the node reject (its timeout) and refuses a tool call of an unknown kind', async () => {
     const f = await meshFixture(t, `rej-${store}`);
     const bad = await t.call(
