@@ -107,6 +107,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   // Task subagents run through the supervisor's runtime runner (same templates and secrets).
   const worker = createWorker(ctx, () => supervisor.runtimes, {
     config: config.worker,
+    policy: config.agent_policy,
     stopGraceMs: config.supervisor.stopGraceMs,
     metrics: metrics.worker,
   });

@@ -13,6 +13,7 @@ import { fanoutSection } from './fanout/config-section.js';
 import { runtimeSection } from './runtimes/config-section.js';
 import { supervisorSection, watchdogSection } from './supervisor/config-section.js';
 import { workerSection } from './worker/config-section.js';
+import { agentPolicySection } from './worker/policy-section.js';
 
 /** Every table config.toml may have. Areas append theirs: `worker: workerSection,`. */
 export const CONFIG_SECTIONS = {
@@ -20,6 +21,7 @@ export const CONFIG_SECTIONS = {
   supervisor: supervisorSection,
   watchdog: watchdogSection,
   worker: workerSection,
+  agent_policy: agentPolicySection,
   fanout: fanoutSection,
 } satisfies ConfigSections;
 

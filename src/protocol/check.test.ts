@@ -13,6 +13,7 @@ const valid: Record<string, unknown> = {
   welcome: { type: 'welcome', node_id: 'node_1', heartbeat_ms: 10_000 },
   task_ready: { type: 'task_ready', task_id: 'mt_1', mission_id: 'm_1', domain_id: 'd_1' },
   task_cancelled: { type: 'task_cancelled', task_id: 'mt_1' },
+  approval_decided: { type: 'approval_decided', approval_id: 'apr_1', status: 'rejected', reason: null },
   'attach.open': {
     type: 'attach.open',
     stream_id: 'st_abcdefgh',

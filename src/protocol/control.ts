@@ -52,6 +52,18 @@ export const TaskCancelled = Type.Object({
 export type TaskCancelled = Static<typeof TaskCancelled>;
 
 /**
+ * tower → node: an approval a task's subagent on this node waits for was decided (on this
+ * replica). Best effort: the node also polls GET /approvals/{id} and asks again on reconnect.
+ */
+export const ApprovalDecided = Type.Object({
+  type: Type.Literal('approval_decided'),
+  approval_id: Type.String({ minLength: 1, maxLength: 200 }),
+  status: Type.Union([Type.Literal('approved'), Type.Literal('rejected')]),
+  reason: Type.Union([Type.String({ maxLength: 2000 }), Type.Null()]),
+});
+export type ApprovalDecided = Static<typeof ApprovalDecided>;
+
+/**
  * tower → node: open an attach stream. `sig` = HMAC-SHA256(attach_secret, attachSigningString(msg))
  * in hex; the node dials back GET /nodes/attach/{stream_id} with its JWT.
  */
@@ -114,7 +126,7 @@ export const NodeResponse = Type.Object({
 });
 export type NodeResponse = Static<typeof NodeResponse>;
 
-export type TowerToNode = Welcome | TaskReady | TaskCancelled | AttachOpen | NodeRequest;
+export type TowerToNode = Welcome | TaskReady | TaskCancelled | ApprovalDecided | AttachOpen | NodeRequest;
 export type NodeToTower = Hello | AgentStatusMsg | NodeResponse;
 
 /**
@@ -129,6 +141,7 @@ export const TOWER_TO_NODE = {
   welcome: Welcome,
   task_ready: TaskReady,
   task_cancelled: TaskCancelled,
+  approval_decided: ApprovalDecided,
   'attach.open': AttachOpen,
   'node.request': NodeRequest,
 } as const;

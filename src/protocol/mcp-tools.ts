@@ -24,10 +24,28 @@ export const RECORD_TOOL_ARGS = {
   get_artifact: Type.Object({ domain_id: Id, mission_id: Id, artifact_id: Id }, closed),
 } as const;
 
-/** Embedded default arguments of every tool (a schema pack may replace any of them). */
-export const MCP_TOOL_ARGS: Record<McpToolName, TSchema> = { ...TOOL_ARGS, ...RECORD_TOOL_ARGS };
+/** Deciding approvals (an operator's credential: a node may only reject). */
+const Decision = Type.Object(
+  { approval_id: Id, reason: Type.Optional(Type.String({ maxLength: 2000 })) },
+  closed,
+);
+export const APPROVAL_TOOL_ARGS = {
+  approve_approval: Decision,
+  reject_approval: Decision,
+  get_approval: Type.Object({ approval_id: Id }, closed),
+} as const;
 
-export type McpToolName = keyof typeof TOOL_ARGS | keyof typeof RECORD_TOOL_ARGS;
+/** Embedded default arguments of every tool (a schema pack may replace any of them). */
+export const MCP_TOOL_ARGS: Record<McpToolName, TSchema> = {
+  ...TOOL_ARGS,
+  ...RECORD_TOOL_ARGS,
+  ...APPROVAL_TOOL_ARGS,
+};
+
+export type McpToolName =
+  | keyof typeof TOOL_ARGS
+  | keyof typeof RECORD_TOOL_ARGS
+  | keyof typeof APPROVAL_TOOL_ARGS;
 
 export interface McpToolInfo {
   description: string;
@@ -75,6 +93,15 @@ export const MCP_TOOLS: Record<McpToolName, McpToolInfo> = {
     description: 'Ask a human for an approval; returns the pending approval.',
     scope: 'work:write',
   },
+  approve_approval: {
+    description: 'Approve a pending approval (final); a task subagent waiting on it gets its tool call.',
+    scope: 'work:write',
+  },
+  reject_approval: {
+    description: 'Reject a pending approval (final) with an optional reason.',
+    scope: 'work:write',
+  },
+  get_approval: { description: 'Read one approval.', scope: 'feed:read' },
   send_inbox: { description: "Send a message to an agent's inbox.", scope: 'work:write' },
   create_domain: { description: 'Create a domain (needs an admin credential).', scope: 'admin' },
   create_mission: { description: 'Create a mission in a domain.', scope: 'work:write' },

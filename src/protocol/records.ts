@@ -2,6 +2,7 @@
 // (Kanban) tasks, documents, artifacts. One schema each for the record, its create body and
 // its patch body; types come from the schemas.
 
+import { MissionAgentPolicy } from './agent-policy.js';
 import { BIGINT_RANGE, Id, LongText, Name, Timestamp } from './common.js';
 import { type Static, Type } from './type.js';
 
@@ -31,17 +32,29 @@ export const Mission = Type.Object({
   name: Name,
   description: Type.String(),
   repository: Repository,
+  /** Overrides the nodes' permission policy for this mission's task runs (docs/agents.md). */
+  agent_policy: Type.Union([MissionAgentPolicy, Type.Null()]),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
 export type Mission = Static<typeof Mission>;
 export const MissionCreate = Type.Object(
-  { name: Name, description: Type.Optional(LongText), repository: Type.Optional(Repository) },
+  {
+    name: Name,
+    description: Type.Optional(LongText),
+    repository: Type.Optional(Repository),
+    agent_policy: Type.Optional(Type.Union([MissionAgentPolicy, Type.Null()])),
+  },
   closed,
 );
 export type MissionCreate = Static<typeof MissionCreate>;
 export const MissionPatch = Type.Object(
-  { name: Type.Optional(Name), description: Type.Optional(LongText), repository: Type.Optional(Repository) },
+  {
+    name: Type.Optional(Name),
+    description: Type.Optional(LongText),
+    repository: Type.Optional(Repository),
+    agent_policy: Type.Optional(Type.Union([MissionAgentPolicy, Type.Null()])),
+  },
   { ...closed, minProperties: 1 },
 );
 export type MissionPatch = Static<typeof MissionPatch>;

@@ -3,6 +3,7 @@
 // give a new one the next free version of its area (versions are its identity in
 // svc_migrations, and migrate() applies them in version order).
 import {
+  approvalToolCallsMigration,
   feedEventBlocksMigration,
   feedEventCompressionMigration,
   feedEventIdsMigration,
@@ -15,6 +16,7 @@ import {
   meshPartialIndexesMigration,
   meshTaskMissionsMigration,
 } from './mesh/migrations.js';
+import { missionAgentPolicyMigration } from './records/migrations.js';
 import { secretsMigration } from './secrets/migrations.js';
 import { type Migration, STORE_MIGRATIONS } from './store/migrations.js';
 
@@ -30,4 +32,6 @@ export const MIGRATIONS: Migration[] = [
   feedEventBlocksMigration,
   feedEventCompressionMigration,
   feedEventPrunedMigration,
+  missionAgentPolicyMigration,
+  approvalToolCallsMigration,
 ];

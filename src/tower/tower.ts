@@ -240,7 +240,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       rateLimiter,
     });
     await app.register(historyRoutes, { store, blocks: [meshTaskBlocks] });
-    await app.register(approvalRoutes, { store, write, agents });
+    await app.register(approvalRoutes, { store, write, agents, nodes });
     await app.register(meshRoutes, { mesh, db: store.db, write });
     await app.register(mcpRoutes, {
       log,

@@ -1,7 +1,15 @@
 // An in-memory MeshWorkApi for task-worker unit tests: pending tasks are claimed first
 // come first served, every later call is fenced by the lease, and cancel() makes them 409.
-import type { Lease, MeshWorkApi, ProgressReport, WorkTask } from '../../src/daemon/worker/mesh-api.js';
+import type {
+  Lease,
+  MeshWorkApi,
+  MissionSettings,
+  ProgressReport,
+  WorkTask,
+} from '../../src/daemon/worker/mesh-api.js';
+import type { MissionAgentPolicy } from '../../src/protocol/agent-policy.js';
 import { SvcError } from '../../src/protocol/errors.js';
+import type { ArtifactCreate } from '../../src/protocol/records.js';
 
 export interface FakeTask {
   task: WorkTask;
@@ -20,6 +28,8 @@ export class FakeMesh implements MeshWorkApi {
   readonly tasks = new Map<string, FakeTask>();
   readonly claims: { agent_id: string; task_id: string | null }[] = [];
   repositories = new Map<string, string>();
+  policies = new Map<string, MissionAgentPolicy>();
+  artifacts: ({ id: string; domain_id: string; mission_id: string } & ArtifactCreate)[] = [];
   private leases = 0;
   /** Called after every successful claim (tests hook in here). */
   onClaim: ((t: FakeTask) => void) | null = null;
@@ -115,7 +125,15 @@ export class FakeMesh implements MeshWorkApi {
     t.state = 'failed';
     t.failure_reason = reason;
   }
-  async repository(_domainId: string, missionId: string): Promise<string | null> {
-    return this.repositories.get(missionId) ?? null;
+  async mission(_domainId: string, missionId: string): Promise<MissionSettings> {
+    return {
+      repository: this.repositories.get(missionId) ?? null,
+      agent_policy: this.policies.get(missionId) ?? null,
+    };
+  }
+  async artifact(domainId: string, missionId: string, a: ArtifactCreate): Promise<{ id: string }> {
+    const id = `art_${this.artifacts.length + 1}`;
+    this.artifacts.push({ id, domain_id: domainId, mission_id: missionId, ...a });
+    return { id };
   }
 }

@@ -7,6 +7,7 @@ import { seg } from '../client.js';
 import { type CommandDeps, collect, globals } from '../deps.js';
 import { keyValues, print, table } from '../output.js';
 import { UsageError } from '../run.js';
+import { registerTaskShow } from './task-show.js';
 
 /** Parses an integer option, naming the flag when it is not one. */
 export function intOption(flag: string, v: string): number {
@@ -137,6 +138,8 @@ export function registerTasks(program: Command, agent: Command, deps: CommandDep
         );
       });
   }
+
+  registerTaskShow(task, deps);
 
   agent
     .command('list')

@@ -10,6 +10,7 @@ import type { Clock } from '../../lib/clock.js';
 import { SvcError } from '../../protocol/errors.js';
 import { type ExitInfo, spawnGroup, stopGroup } from '../process/group.js';
 import { OutputTail, type RotatingLog } from '../process/rotating-log.js';
+import { allowEverything, type PermissionHandler } from './permission.js';
 import { ProgressCoalescer, type ProgressUpdate, progressOfAcpUpdate } from './progress.js';
 
 // The ACP SDK (and zod with it) is loaded with the first ACP session, not at svcd's start:
@@ -34,6 +35,8 @@ export interface AcpSessionOptions {
   /** Updates that arrive while no prompt is running. */
   onProgress?(u: ProgressUpdate): void;
   onExit?(e: ExitInfo): void;
+  /** Answers session/request_permission; default: allow (headless supervised agents). */
+  permission?: PermissionHandler;
 }
 
 export interface PromptOutcome {
@@ -54,7 +57,9 @@ const CLIENT_INFO = { name: 'svcd', version: '1' };
 
 export class AcpSession {
   private queue: Promise<unknown> = Promise.resolve();
-  private current: { coalescer: ProgressCoalescer; text: OutputTail } | null = null;
+  private current: { coalescer: ProgressCoalescer; text: OutputTail; signal: AbortSignal } | null = null;
+  /** Aborted at stop: pending permission requests end as cancelled. */
+  private readonly stopped = new AbortController();
   private readonly idle: ProgressCoalescer;
   private exitInfo: ExitInfo | null = null;
   private stopping: Promise<void> | null = null;
@@ -101,16 +106,22 @@ export class AcpSession {
       .onNotification(acp.methods.client.session.update, ({ params }) => {
         self?.onUpdate(params.update);
       })
-      .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
-        // Headless: nobody is there to ask, so svcd allows what the agent proposes to do
-        // (the agent runs with this node's permissions anyway). Logged for the operator.
-        const allow = params.options.find((p) => p.kind === 'allow_once' || p.kind === 'allow_always');
-        o.log?.write(
-          `[permission] ${params.toolCall.title ?? params.toolCall.toolCallId}: ${allow ? 'allowed' : 'cancelled'}\n`,
+      .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
+        const title = params.toolCall.title ?? params.toolCall.toolCallId;
+        // Requests outside a prompt (none are expected) and after stop are cancelled at once.
+        const signal = self?.permissionSignal() ?? AbortSignal.abort();
+        const outcome = await (o.permission ?? allowEverything)(params, signal).catch(
+          (e: unknown): { outcome: 'cancelled' } => {
+            o.log?.write(`[permission] ${title}: ${errorText(e)}\n`);
+            return { outcome: 'cancelled' };
+          },
         );
-        return allow
-          ? { outcome: { outcome: 'selected', optionId: allow.optionId } }
-          : { outcome: { outcome: 'cancelled' } };
+        const chosen =
+          outcome.outcome === 'selected'
+            ? (params.options.find((p) => p.optionId === outcome.optionId)?.kind ?? outcome.optionId)
+            : 'cancelled';
+        o.log?.write(`[permission] ${title}: ${chosen}\n`);
+        return { outcome };
       });
     if (!child.stdin || !child.stdout) throw new Error('agent stdio not piped');
     const conn = app.connect(
@@ -176,7 +187,7 @@ export class AcpSession {
       if (child.pid !== undefined) await stopGroup(child.pid, o.stopGraceMs, o.waits);
       if (exit)
         throw new SvcError('unavailable', `ACP agent exited during initialize (${describeExit(exit)})`);
-      throw new SvcError('unavailable', `ACP agent failed to start a session: ${(e as Error).message}`);
+      throw new SvcError('unavailable', `ACP agent failed to start a session: ${errorText(e)}`);
     }
   }
 
@@ -191,7 +202,8 @@ export class AcpSession {
         (u) => this.deliver(u, opts.onProgress ?? this.o.onProgress),
         this.o.clock,
       );
-      this.current = { coalescer, text: tail };
+      const signal = opts.signal ? AbortSignal.any([opts.signal, this.stopped.signal]) : this.stopped.signal;
+      this.current = { coalescer, text: tail, signal };
       const onAbort = () => {
         void this.conn.agent
           .notify(acp.methods.agent.session.cancel, { sessionId: this.sid })
@@ -228,12 +240,18 @@ export class AcpSession {
   /** Closes the connection and stops the agent's whole process group. Idempotent. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      this.stopped.abort();
       this.idle.flush();
       this.conn.close();
       if (this.child.pid !== undefined) await stopGroup(this.child.pid, this.o.stopGraceMs, this.o.waits);
       await this.exited;
     })();
     return this.stopping;
+  }
+
+  /** The running prompt's signal, for a permission request that arrives during it. */
+  permissionSignal(): AbortSignal | null {
+    return this.current?.signal ?? null;
   }
 
   private onUpdate(update: AcpSdk.SessionUpdate): void {
@@ -259,7 +277,13 @@ export function describeExit(e: ExitInfo | null): string {
 }
 
 function errorText(e: unknown): string {
-  if (acp && e instanceof acp.RequestError) return e.message;
+  if (acp && e instanceof acp.RequestError) {
+    // "Internal error" alone says nothing: the agent's details are what an operator acts on.
+    const details = (e.data as { details?: unknown } | undefined)?.details;
+    return typeof details === 'string' && details !== ''
+      ? `${e.message} (${details.slice(0, 500)})`
+      : e.message;
+  }
   if (e instanceof Error) return e.message;
   return String(e);
 }

@@ -15,6 +15,7 @@ import { runCli } from './cli-run.js';
 import type { RuntimeConfig } from './config-section.js';
 import { agentEnv } from './env.js';
 import { RUNTIMES } from './kinds.js';
+import type { PermissionHandler } from './permission.js';
 import type { ProgressUpdate } from './progress.js';
 import { renderCommand, resolveSelf, selfCommand } from './template.js';
 
@@ -43,6 +44,8 @@ export interface RunRequest {
   logFile?: string;
   /** Id of this run (default: a new run_… id), when the caller needs it before the result. */
   runId?: string;
+  /** ACP: answers the agent's permission requests (default: allow). CLI kinds cannot be asked. */
+  permission?: PermissionHandler;
 }
 
 export interface RunResult {
@@ -204,6 +207,7 @@ export function createRuntimeRunner(deps: RuntimeRunnerDeps): RuntimeRunner {
         waits,
         stopGraceMs,
         ...(req.onProgress ? { onProgress: req.onProgress } : {}),
+        ...(req.permission ? { permission: req.permission } : {}),
       });
     } catch (e) {
       return { ...base, ok: false, failure: (e as Error).message };

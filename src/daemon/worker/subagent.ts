@@ -1,6 +1,7 @@
 // One mesh task through one ephemeral subagent: mark it running, make its working
 // directory, run the prompt through the runtime runner (own process group, secrets session,
-// timeout), keep the lease alive, forward progress, then report complete or fail with the
+// timeout, governed permission requests), keep the lease alive, forward progress, keep the
+// work left in a git worktree (commit, diff artifact), then report complete or fail with the
 // reason and output tail. Does not claim and does not decide what runs next (claim-loop.ts).
 import { rm } from 'node:fs/promises';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
@@ -9,9 +10,14 @@ import type { Logger } from '../../lib/log.js';
 import type { RuntimeKind } from '../../protocol/runtimes.js';
 import type { ProgressUpdate } from '../runtimes/progress.js';
 import type { RunResult, RuntimeRunner } from '../runtimes/runner.js';
+import type { ApprovalsApi, ApprovalWaits } from './approval-waits.js';
 import type { CleanupPolicy } from './config-section.js';
+import { dropEmptyBranch, type KeptDiff, keepWork } from './kept-work.js';
 import { isLeaseLost, type Lease, type MeshWorkApi, type ProgressReport } from './mesh-api.js';
-import { prepareWorkdir, removeWorkdir, type TaskWorkdir } from './workdir.js';
+import { type GovernedPermission, governedPermission } from './permission.js';
+import { effectivePolicy } from './policy.js';
+import type { AgentPolicyConfig } from './policy-section.js';
+import { prepareWorkdir, type RetryFrom, removeWorkdir, type TaskWorkdir } from './workdir.js';
 
 /** Why a run was stopped from outside; the AbortSignal's reason. */
 export type StopReason = 'cancelled' | 'lease_lost' | 'shutdown';
@@ -38,6 +44,14 @@ export interface SubagentDeps {
   cleanup: CleanupPolicy;
   /** Delay between retries of a report the tower did not take (transient errors). */
   retryMs?: number;
+  /** Where a retry's git worktree starts ([worker] retry_from). */
+  retryFrom?: RetryFrom;
+  /** Governed permission requests (ACP runtimes); without it every request is allowed. */
+  governance?: {
+    approvals: ApprovalsApi;
+    waits: ApprovalWaits;
+    policy: AgentPolicyConfig;
+  };
 }
 
 export interface SubagentJob {
@@ -127,6 +141,31 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
     );
   };
   let run: RunResult | null = null;
+  let kept: KeptDiff | null = null;
+  /** Commits what the run left, stores the diff artifact; the result's fields for it. */
+  async function keep(w: TaskWorkdir): Promise<Record<string, unknown>> {
+    try {
+      kept = await keepWork(w, task.id, task.attempt, deps.env);
+    } catch (e) {
+      log.warn({ err: e }, 'cannot keep the work of the run');
+      return { kept_work_error: (e as Error).message };
+    }
+    if (kept === null) return {};
+    const k: KeptDiff = kept;
+    let artifact: Record<string, unknown> = {};
+    try {
+      const a = await deps.api.artifact(task.domain_id, task.mission_id, {
+        name: `diff of ${k.work.branch} (attempt ${task.attempt})`.slice(0, 200),
+        content_type: 'text/x-diff',
+        size_bytes: k.diff_bytes,
+        metadata: { kind: 'diff', task_id: task.id, ...k.work, truncated: k.truncated, diff: k.diff },
+      });
+      artifact = { diff_artifact_id: a.id, diff_truncated: k.truncated };
+    } catch (e) {
+      log.warn({ err: e }, 'cannot store the diff artifact');
+    }
+    return { ...k.work, ...artifact };
+  }
   try {
     if (!(await report('start', () => deps.api.start(task.id, leaseId)))) return abandoned(null);
     if (stopped.signal.aborted) return abandoned(null);
@@ -152,13 +191,13 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
     };
     beat();
 
+    let mission: Awaited<ReturnType<MeshWorkApi['mission']>>;
     try {
-      workdir = await prepareWorkdir(
-        deps.workRoot,
-        task.id,
-        await deps.api.repository(task.domain_id, task.mission_id),
-        deps.env,
-      );
+      mission = await deps.api.mission(task.domain_id, task.mission_id);
+      workdir = await prepareWorkdir(deps.workRoot, task.id, mission.repository, deps.env, {
+        retryFrom: deps.retryFrom ?? 'branch',
+        attempt: task.attempt,
+      });
     } catch (e) {
       const reason = `cannot prepare the working directory: ${(e as Error).message}`;
       await report('fail', () => deps.api.fail(task.id, leaseId, reason));
@@ -168,8 +207,27 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
     const runId = newId('run', deps.clock.now());
     sendProgress({
       message: `subagent started (${job.runtime}, attempt ${task.attempt})`,
-      data: { kind: 'started', run_id: runId, runtime: job.runtime, workdir: workdir.dir },
+      data: {
+        kind: 'started',
+        run_id: runId,
+        runtime: job.runtime,
+        workdir: workdir.dir,
+        ...(workdir.branch ? { branch: workdir.branch } : {}),
+      },
     });
+    const g = deps.governance;
+    const governed: GovernedPermission | null = g
+      ? governedPermission(
+          { approvals: g.approvals, waits: g.waits, progress: sendProgress, log },
+          {
+            task,
+            agentId: job.agentId,
+            workdir: workdir.dir,
+            policy: effectivePolicy(g.policy, mission.agent_policy),
+            approvalTimeoutMs: g.policy.approvalTimeoutMs,
+          },
+        )
+      : null;
     run = await deps.runtimes.run({
       runtime: job.runtime,
       prompt: taskPrompt(task),
@@ -182,9 +240,12 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
       signal: stopped.signal,
       onProgress: (u) => sendProgress(progressMessage(u)),
       onSpawn: (pgid) => job.onSpawn?.(runId, pgid),
+      ...(governed ? { permission: governed.handler } : {}),
     });
     await progressChain;
     if (stopped.signal.aborted) return abandoned(run);
+    const keptFields = await keep(workdir);
+    const approvals = governed?.asked.length ? { approvals: governed.asked } : {};
     if (run.ok) {
       const result = {
         summary: run.summary,
@@ -193,12 +254,17 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
         exit_code: run.exit_code,
         stop_reason: run.stop_reason,
         duration_ms: run.duration_ms,
+        ...keptFields,
+        ...approvals,
       };
       const ok = await report('complete', () => deps.api.complete(task.id, leaseId, result));
       if (!ok) return abandoned(run);
       return { task_id: task.id, state: 'completed', run };
     }
-    const reason = failureReason(run.failure ?? 'failed', run.output_tail);
+    const reason = failureReason(
+      [run.failure ?? 'failed', ...failureNotes(keptFields, governed)].join('\n'),
+      run.output_tail,
+    );
     const ok = await report('fail', () => deps.api.fail(task.id, leaseId, reason));
     if (!ok) return abandoned(run);
     return { task_id: task.id, state: 'failed', reason, run };
@@ -208,13 +274,26 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
     job.signal.removeEventListener('abort', onOuterAbort);
     await progressChain;
     if (workdir !== null) {
-      const keep = deps.cleanup === 'never' || (deps.cleanup === 'on_success' && !(run?.ok ?? false));
-      if (!keep) {
+      const keepDir = deps.cleanup === 'never' || (deps.cleanup === 'on_success' && !(run?.ok ?? false));
+      if (!keepDir) {
         await removeWorkdir(workdir, deps.env).catch((e: unknown) =>
           log.warn({ err: e, dir: workdir?.dir }, 'cannot remove the working directory'),
         );
+        await dropEmptyBranch(workdir, (kept as KeptDiff | null)?.work ?? null, deps.env);
         await rm(`${workdir.dir}.log`, { force: true });
       }
     }
   }
+}
+
+/** Lines a failure reason carries about kept work and refused approvals. */
+function failureNotes(kept: Record<string, unknown>, governed: GovernedPermission | null): string[] {
+  const notes: string[] = [];
+  if (typeof kept.branch === 'string')
+    notes.push(`work kept on branch ${kept.branch} (head ${String(kept.head_commit).slice(0, 12)})`);
+  for (const a of governed?.asked ?? []) {
+    if (a.status === 'rejected')
+      notes.push(`approval ${a.approval_id} (${a.kind}: ${a.title}) rejected: ${a.reason ?? 'no reason'}`);
+  }
+  return notes;
 }

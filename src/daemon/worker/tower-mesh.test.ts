@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../../lib/clock.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { TowerApi } from '../tower-client/api.js';
 import { isLeaseLost } from './mesh-api.js';
-import { createTowerMesh } from './tower-mesh.js';
+import { createTowerMesh, MISSION_TTL_MS } from './tower-mesh.js';
 
 function recordingTower(answer: (method: string, path: string, body: unknown) => unknown) {
   const calls: { method: string; path: string; body: unknown }[] = [];
@@ -37,18 +38,25 @@ describe('tower mesh adapter', () => {
     expect((calls[3]!.body as { args: { reason: string } }).args.reason.length).toBe(10_000);
   });
 
-  it('looks a mission repository up once, and again after a failed lookup', async () => {
+  it('keeps a mission for MISSION_TTL_MS, and looks again after a failed lookup', async () => {
     let fail = true;
+    const policy = { rules: [{ kind: ['fetch'], action: 'deny' }] };
     const { tower, calls } = recordingTower(() => {
       if (fail) throw new SvcError('tower_unreachable', 'down');
-      return { id: 'mis_1', repository: '/srv/repo' };
+      return { id: 'mis_1', repository: '/srv/repo', agent_policy: policy };
     });
-    const mesh = createTowerMesh(tower);
-    await expect(mesh.repository('dom_1', 'mis_1')).rejects.toMatchObject({ code: 'tower_unreachable' });
+    const clock = new FakeClock(0);
+    const mesh = createTowerMesh(tower, clock);
+    await expect(mesh.mission('dom_1', 'mis_1')).rejects.toMatchObject({ code: 'tower_unreachable' });
     fail = false;
-    expect(await mesh.repository('dom_1', 'mis_1')).toBe('/srv/repo');
-    expect(await mesh.repository('dom_1', 'mis_1')).toBe('/srv/repo');
+    const want = { repository: '/srv/repo', agent_policy: policy };
+    expect(await mesh.mission('dom_1', 'mis_1')).toEqual(want);
+    await clock.advance(MISSION_TTL_MS - 1);
+    expect(await mesh.mission('dom_1', 'mis_1')).toEqual(want);
+    await clock.advance(1);
+    expect(await mesh.mission('dom_1', 'mis_1')).toEqual(want);
     expect(calls.map((c) => `${c.method} ${c.path}`)).toEqual([
+      'GET /domains/dom_1/m/mis_1',
       'GET /domains/dom_1/m/mis_1',
       'GET /domains/dom_1/m/mis_1',
     ]);

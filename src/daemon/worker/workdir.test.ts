@@ -20,7 +20,7 @@ describe('task working directories', () => {
     expect(localRepository(join(tmp.dir, 'missing'))).toBeNull();
     expect(localRepository(tmp.dir)).toBe(tmp.dir);
     const w = await prepareWorkdir(tmp.dir, 'mt_1', 'https://example.com/r.git', env);
-    expect(w).toEqual({ dir: join(tmp.dir, 'mt_1'), repository: null });
+    expect(w).toEqual({ dir: join(tmp.dir, 'mt_1'), repository: null, branch: null });
     expect(existsSync(w.dir)).toBe(true);
     await removeWorkdir(w, env);
     expect(existsSync(w.dir)).toBe(false);

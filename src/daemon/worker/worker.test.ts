@@ -55,7 +55,12 @@ describe('worker component', () => {
       stopGraceMs: 2000,
     });
     const make = () => {
-      const w = createWorker(ctx, () => runner, { api: mesh, config: config.worker, stopGraceMs: 2000 });
+      const w = createWorker(ctx, () => runner, {
+        api: mesh,
+        config: config.worker,
+        policy: config.agent_policy,
+        stopGraceMs: 2000,
+      });
       // mgmt.sock answers with the test's first worker.
       if (workers.length === 0) t!.register(workerMethods(w));
       workers.push(w);

@@ -21,9 +21,11 @@ import type { RuntimeRunner } from '../runtimes/runner.js';
 import type { StateStore } from '../state/store.js';
 import type { TowerApi } from '../tower-client/api.js';
 import type { ControlChannel } from '../tower-client/control.js';
+import { type ApprovalsApi, ApprovalWaits, createTowerApprovals } from './approval-waits.js';
 import { ClaimLoop, type ClaimLoopStatus } from './claim-loop.js';
 import type { WorkerConfig } from './config-section.js';
 import type { MeshWorkApi } from './mesh-api.js';
+import type { AgentPolicyConfig } from './policy-section.js';
 import { createWorkerStore, type LoopRow } from './store.js';
 import { runSubagent, type SubagentOutcome } from './subagent.js';
 import { createTowerMesh } from './tower-mesh.js';
@@ -58,7 +60,7 @@ export interface WorkerContext {
   env: NodeJS.ProcessEnv;
   state: StateStore;
   tower: TowerApi;
-  /** task_ready and task_cancelled arrive here; agents' presence goes out. */
+  /** task_ready, task_cancelled and approval_decided arrive here; agents' presence goes out. */
   control: Pick<ControlChannel, 'on' | 'setAgentStatus'>;
   identity: { node_id: string };
   /** Aborted when svcd begins shutting down (ends worker.follow streams). */
@@ -70,6 +72,10 @@ export interface WorkerDeps {
   api?: MeshWorkApi;
   /** [worker] of config.toml, as read at svcd start. */
   config: WorkerConfig;
+  /** [agent_policy] of config.toml: what task subagents may do (docs/agents.md). */
+  policy: AgentPolicyConfig;
+  /** Approvals on the tower (default: over ctx.tower). */
+  approvals?: ApprovalsApi;
   /** [supervisor] stop_grace: SIGTERM → SIGKILL when orphaned subagents are reaped. */
   stopGraceMs: number;
   /** Real-time waits for process exits when reaping orphans. */
@@ -81,7 +87,14 @@ export interface WorkerDeps {
 export function createWorker(ctx: WorkerContext, runner: () => RuntimeRunner, deps: WorkerDeps): Worker {
   const log = ctx.log.child({ component: 'worker' });
   const store = createWorkerStore(ctx.state);
-  const tower = deps.api ?? createTowerMesh(ctx.tower);
+  const tower = deps.api ?? createTowerMesh(ctx.tower, ctx.clock);
+  const approvals = deps.approvals ?? createTowerApprovals(ctx.tower);
+  const waits = new ApprovalWaits({
+    api: approvals,
+    clock: ctx.clock,
+    log: log.child({ component: 'approvals' }),
+    pollMs: deps.policy.approvalPollMs,
+  });
   const followers = new Set<(e: WorkerEvent) => void>();
   const loops = new Map<string, Loop>();
   /** Loops stopped with drain, still finishing their subagents. */
@@ -106,7 +119,8 @@ export function createWorker(ctx: WorkerContext, runner: () => RuntimeRunner, de
     },
     complete: (taskId, leaseId, result) => tower.complete(taskId, leaseId, result),
     fail: (taskId, leaseId, reason) => tower.fail(taskId, leaseId, reason),
-    repository: (domainId, missionId) => tower.repository(domainId, missionId),
+    mission: (domainId, missionId) => tower.mission(domainId, missionId),
+    artifact: (domainId, missionId, a) => tower.artifact(domainId, missionId, a),
   });
 
   async function enroll(p: AgentEnrollParams): Promise<Agent> {
@@ -182,6 +196,8 @@ export function createWorker(ctx: WorkerContext, runner: () => RuntimeRunner, de
             env: gitEnv,
             timeoutMs: row.timeout_ms ?? c.taskTimeoutMs,
             cleanup: c.cleanup,
+            retryFrom: c.retryFrom,
+            governance: { approvals, waits, policy: deps.policy },
           },
           {
             lease,
@@ -338,6 +354,9 @@ export function createWorker(ctx: WorkerContext, runner: () => RuntimeRunner, de
         ctx.control.on('task_cancelled', (msg) => {
           for (const l of loops.values()) l.claims.cancelTask(msg.task_id, 'cancelled');
         }),
+        ctx.control.on('approval_decided', (msg) => waits.decided(msg.approval_id, msg.status, msg.reason)),
+        // Decisions made while the channel was down are learnt at once on reconnect.
+        ctx.control.on('welcome', () => waits.pollAll()),
       );
       // Loops `svc run` started before a restart carry on.
       for (const row of await store.loops()) startLoop(row);

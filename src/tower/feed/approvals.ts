@@ -8,6 +8,7 @@ import {
   ApprovalCreate,
   ApprovalDecide,
   ApprovalListQuery,
+  type ApprovalToolCall,
   InboxListQuery,
   type InboxMessage,
   InboxSend,
@@ -15,6 +16,7 @@ import {
 import { IdParam } from '../../protocol/common.js';
 import { SvcError } from '../../protocol/errors.js';
 import { canSeeDomain } from '../auth/principal.js';
+import type { ControlHub } from '../nodes/control-hub.js';
 import { listInDomains } from '../records/access.js';
 import type { AgentLookup } from '../secrets/agents.js';
 import type { Store } from '../store/open.js';
@@ -22,7 +24,7 @@ import type { Tx, Write } from '../store/tx.js';
 import type { ApprovalRow } from './migrations.js';
 
 function approvalOf(r: ApprovalRow): Approval {
-  return { ...r };
+  return { ...r, tool_call: r.tool_call === null ? null : (JSON.parse(r.tool_call) as ApprovalToolCall) };
 }
 
 function approvalEvent(tx: Tx, a: Approval, action: 'requested' | 'approved' | 'rejected'): void {
@@ -39,6 +41,8 @@ function approvalEvent(tx: Tx, a: Approval, action: 'requested' | 'approved' | '
       status: a.status,
       ...(a.reason !== null ? { reason: a.reason } : {}),
       ...(a.decided_by !== null ? { decided_by: a.decided_by } : {}),
+      ...(a.task_id !== null ? { task_id: a.task_id } : {}),
+      ...(a.tool_call !== null ? { tool_call: { kind: a.tool_call.kind, title: a.tool_call.title } } : {}),
     },
   });
 }
@@ -48,6 +52,8 @@ export interface ApprovalRoutesDeps {
   store: Store;
   write: Write;
   agents: AgentLookup;
+  /** Tells a node waiting on an approval its decision (approval_decided). */
+  nodes: Pick<ControlHub, 'send'>;
 }
 
 export const approvalRoutes = fp(
@@ -73,6 +79,10 @@ export const approvalRoutes = fp(
             agent_id: body.agent_id ?? null,
             title: body.title,
             detail: body.detail ?? '',
+            task_id: body.task_id ?? null,
+            // A node asks for its subagents: the decision goes back to it (approval_decided).
+            node_id: req.principal.nodeId ?? null,
+            tool_call: body.tool_call ?? null,
             status: 'pending',
             reason: null,
             requested_by: req.principal.name,
@@ -80,7 +90,10 @@ export const approvalRoutes = fp(
             created_at: tx.now,
             decided_at: null,
           };
-          await tx.db.insertInto('approvals').values(a).execute();
+          await tx.db
+            .insertInto('approvals')
+            .values({ ...a, tool_call: a.tool_call === null ? null : JSON.stringify(a.tool_call) })
+            .execute();
           approvalEvent(tx, a, 'requested');
           return a;
         });
@@ -95,6 +108,7 @@ export const approvalRoutes = fp(
         const q = req.query as ApprovalListQuery;
         let sel = deps.store.db.selectFrom('approvals').selectAll();
         if (q.status) sel = sel.where('status', '=', q.status);
+        if (q.task_id) sel = sel.where('task_id', '=', q.task_id);
         return listInDomains(sel, req.principal, q, approvalOf);
       },
     });
@@ -120,7 +134,12 @@ export const approvalRoutes = fp(
         schema: { params: IdParam('approval_id'), body: ApprovalDecide },
         handler: async (req) => {
           const body = (req.body ?? {}) as ApprovalDecide;
-          return deps.write(async (tx) => {
+          // A node only ever rejects (its subagent's question timed out): it never approves
+          // what its own agents asked.
+          if (decision === 'approve' && req.principal.kind === 'node') {
+            throw new SvcError('forbidden', 'a node cannot approve: an operator decides approvals');
+          }
+          const decided = await deps.write(async (tx) => {
             const row = await load(req, tx.db);
             const status = decision === 'approve' ? 'approved' : 'rejected';
             // The status check is in the UPDATE itself, so two deciders racing on two
@@ -143,7 +162,7 @@ export const approvalRoutes = fp(
               );
             }
             const a: Approval = {
-              ...row,
+              ...approvalOf(row),
               status,
               reason: body.reason ?? null,
               decided_by: req.principal.name,
@@ -152,6 +171,17 @@ export const approvalRoutes = fp(
             approvalEvent(tx, a, status);
             return a;
           });
+          // After the commit: the node waiting on it hears now when its channel is on this
+          // replica; otherwise it learns by polling the approval (docs/agents.md).
+          if (decided.node_id !== null) {
+            deps.nodes.send(decided.node_id, {
+              type: 'approval_decided',
+              approval_id: decided.id,
+              status: decided.status as 'approved' | 'rejected',
+              reason: decided.reason,
+            });
+          }
+          return decided;
         },
       });
     }

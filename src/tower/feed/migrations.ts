@@ -17,6 +17,10 @@ export interface ApprovalRow {
   agent_id: string | null;
   title: string;
   detail: string;
+  task_id: string | null;
+  node_id: string | null;
+  /** JSON of ApprovalToolCall, or null. */
+  tool_call: string | null;
   status: 'pending' | 'approved' | 'rejected';
   reason: string | null;
   requested_by: string;
@@ -200,5 +204,17 @@ export const feedEventPrunedMigration: Migration = {
     await sql`insert into event_pruned (through) select coalesce(min(id) - 1, 0) from events where id is not null`.execute(
       db,
     );
+  },
+};
+
+/** Approvals a task's subagent asks for: its task, its node and the tool call (docs/agents.md). */
+export const approvalToolCallsMigration: Migration = {
+  version: 15,
+  name: 'approvals: task, node and tool call',
+  async up(db: Kysely<unknown>) {
+    for (const col of ['task_id', 'node_id', 'tool_call']) {
+      await db.schema.alterTable('approvals').addColumn(col, 'text').execute();
+    }
+    await db.schema.createIndex('approvals_task').on('approvals').columns(['task_id']).execute();
   },
 };

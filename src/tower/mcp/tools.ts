@@ -35,6 +35,12 @@ const recordBody = (c: ToolCall) => {
   return body;
 };
 
+const approvalId = (c: ToolCall) => (c.args as { approval_id: string }).approval_id;
+const decision = (c: ToolCall) => {
+  const { approval_id: _a, ...body } = c.args;
+  return body;
+};
+
 export function meshTools(mesh: MeshService): Record<string, Tool> {
   return {
     submit_mesh_task: async ({ principal, args }) => {
@@ -79,6 +85,9 @@ export function meshTools(mesh: MeshService): Record<string, Tool> {
 
 export const routeTools: Record<string, Tool> = {
   request_approval: (c) => c.forward('/approvals', c.args),
+  approve_approval: (c) => c.forward(`/approvals/${path(approvalId(c))}/approve`, decision(c)),
+  reject_approval: (c) => c.forward(`/approvals/${path(approvalId(c))}/reject`, decision(c)),
+  get_approval: (c) => c.forward(`/approvals/${path(approvalId(c))}`),
   send_inbox: (c) => c.forward('/inbox', c.args),
   create_domain: (c) => c.forward('/domains', c.args),
   create_mission: (c) => c.forward(`/domains/${path(ids(c).domain_id)}/m`, recordBody(c)),

@@ -30,6 +30,24 @@ describe.each(STORES)('records on %s', (store) => {
     expect((await t.call('GET', `/domains/${d.id}`)).status).toBe(404);
   });
 
+  it('keeps a mission agent_policy, refuses a malformed one and clears it with null', async () => {
+    const d = await domain('policy');
+    const policy = { preset: 'safe', rules: [{ kind: ['execute'], command: 'npm test*', action: 'allow' }] };
+    const m = await t.call('POST', `/domains/${d.id}/m`, { name: 'gov', agent_policy: policy });
+    expect(m.status).toBe(201);
+    expect(m.body.agent_policy).toEqual(policy);
+    expect((await t.call('GET', `/domains/${d.id}/m/${m.body.id}`)).body.agent_policy).toEqual(policy);
+    const bad = await t.call('PATCH', `/domains/${d.id}/m/${m.body.id}`, {
+      agent_policy: { rules: [{ kind: ['teleport'], action: 'allow' }] },
+    });
+    expect(bad.status).toBe(400);
+    expect((await t.call('GET', `/domains/${d.id}/m/${m.body.id}`)).body.agent_policy).toEqual(policy);
+    const cleared = await t.call('PATCH', `/domains/${d.id}/m/${m.body.id}`, { agent_policy: null });
+    expect(cleared.body.agent_policy).toBeNull();
+    const plain = await t.call('POST', `/domains/${d.id}/m`, { name: 'plain' });
+    expect(plain.body.agent_policy).toBeNull();
+  });
+
   it('round-trips missions, regular tasks, documents and artifacts under a domain', async () => {
     const d = await domain('tree');
     const m = await t.call('POST', `/domains/${d.id}/m`, { name: 'm1', repository: '/srv/repo' });

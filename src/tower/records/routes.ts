@@ -63,7 +63,8 @@ function registerRecords(app: FastifyInstance, deps: RecordDeps, missionChildren
     idParam: 'mission_id',
     schemas: { record: R.Mission, create: R.MissionCreate, patch: R.MissionPatch },
     createScope: 'work:write',
-    defaults: { description: '', repository: null },
+    defaults: { description: '', repository: null, agent_policy: null },
+    codecs: { agent_policy: json },
     summary: ['name'],
     children: missionChildren,
   });

@@ -18,6 +18,8 @@ export interface MissionRow {
   name: string;
   description: string;
   repository: string | null;
+  /** JSON of MissionAgentPolicy, or null. */
+  agent_policy: string | null;
   created_at: string;
   updated_at: string;
 }
