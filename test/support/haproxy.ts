@@ -25,7 +25,7 @@ export interface HaproxyOptions {
   dir: string;
   /** Tower replicas, as http://host:port URLs. */
   backends: string[];
-  /** Health check interval (ms); a replica is out after 2 failed checks, back after 1 good one. */
+  /** Health check interval (ms); a replica is out after 3 failed checks, back after 1 good one. */
   checkIntervalMs?: number;
   /**
    * Connections HAProxy accepts at once (global maxconn); default: what the file-descriptor
@@ -100,10 +100,12 @@ defaults
   mode http
   log global
   option dontlognull
-  # A replica refusing a connection (killed) sends the request to another one.
-  option redispatch
+  # A replica refusing a connection (killed) sends the request to another one at once.
+  option redispatch 1
   retries 3
   timeout connect 2s
+  # A loaded machine (2 cores, many processes) can answer /readyz late: slow is not down.
+  timeout check 5s
   timeout client 1h
   timeout server 1h
   # Open WebSockets (control channels, attach, /events/ws) and long SSE responses.
@@ -119,7 +121,7 @@ backend towers
   balance roundrobin
   option httpchk GET /readyz
   http-check expect status 200
-  default-server inter ${o.checkIntervalMs} fall 2 rise 1
+  default-server inter ${o.checkIntervalMs} fall 3 rise 1
 ${o.backends.map((b) => `  server ${b.name} ${b.host}:${b.port} check`).join('\n')}
 `;
 }
