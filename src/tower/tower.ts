@@ -78,7 +78,20 @@ export interface TowerOptions {
   busyTimeoutMs?: number;
   /** PostgreSQL: mesh lease-holding statements of one kind under way at once (default 4). */
   meshInFlight?: number;
+  /**
+   * Listen queue of the HTTP socket (connections the kernel holds before the tower accepts
+   * them); the kernel caps it at net.core.somaxconn. Default LISTEN_BACKLOG.
+   */
+  listenBacklog?: number;
+  /** Node control channels this replica holds at most; past it connects get 503 (0: no limit). */
+  maxNodeChannels?: number;
 }
+
+/**
+ * Node's own default is 511: a fleet reconnecting at once overflows it and the kernel drops
+ * connection requests, which the clients see as seconds of SYN retransmits (docs/configuration.md, Many nodes).
+ */
+export const LISTEN_BACKLOG = 4096;
 
 export interface Tower {
   ctx: TowerContext;
@@ -209,7 +222,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
         await app.register(meshRoutes, { mesh, db: store.db, write });
       },
       (app, ctx) => mcpRoutes(app, ctx, mesh),
-      controlRoutes(nodes),
+      controlRoutes(nodes, opts.maxNodeChannels ? { maxChannels: opts.maxNodeChannels } : {}),
       nodeRequestRoutes(nodes, opts.agentLookup ? { agents: opts.agentLookup } : {}),
       attachRoutes({
         ...(opts.attachOrigins ? { allowedOrigins: opts.attachOrigins } : {}),
@@ -247,7 +260,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       app,
       mesh,
       async listen(host, port) {
-        await app.listen({ host, port });
+        await app.listen({ host, port, backlog: opts.listenBacklog ?? LISTEN_BACKLOG });
         const addr = app.server.address();
         const actualPort = typeof addr === 'object' && addr ? addr.port : port;
         const h = host.includes(':') ? `[${host}]` : host;

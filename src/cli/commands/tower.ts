@@ -34,6 +34,33 @@ export function parseMeshInFlight(text: string): number {
   return n;
 }
 
+/** A count option: a non-negative integer (`zero`: 0 allowed). */
+export function parseCount(text: string, label: string, zero: boolean): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || (!zero && n < 1)) {
+    throw new UsageError(
+      `invalid ${label} "${text}": expected a ${zero ? 'non-negative' : 'positive'} integer`,
+    );
+  }
+  return n;
+}
+
+/**
+ * The listen backlog when none is given: what the kernel grants (net.core.somaxconn, read at
+ * the edge), else the tower's default.
+ */
+export function defaultListenBacklog(
+  read: (file: string) => string = (f) => readFileSync(f, 'utf8'),
+): number {
+  try {
+    const n = Number(read('/proc/sys/net/core/somaxconn').trim());
+    if (Number.isInteger(n) && n > 0) return n;
+  } catch {
+    // not Linux, or /proc not mounted
+  }
+  return 4096;
+}
+
 /** "600" (per minute), "600/1m", "100/10s", or "0" to disable. */
 export function parseRateLimit(text: string, label = '--rate-limit'): { limit: number; windowMs: number } {
   const m = /^(\d+)(?:\/(.+))?$/.exec(text.trim());
@@ -67,6 +94,8 @@ export function towerUnit(o: {
 
 interface ServeFlags extends LogFlags {
   listen: string;
+  listenBacklog?: string;
+  maxNodeChannels: string;
   database?: string;
   dataDir?: string;
   tlsCert?: string;
@@ -118,6 +147,11 @@ export function registerTower(program: Command, deps: CommandDeps): void {
       statementTimeoutMs: durationFlag(label('--store-statement-timeout'), flags.storeStatementTimeout, true),
     };
     const busyTimeoutMs = durationFlag(label('--store-busy-timeout'), flags.storeBusyTimeout, true);
+    const listenBacklog =
+      flags.listenBacklog === undefined
+        ? defaultListenBacklog()
+        : parseCount(flags.listenBacklog, label('--listen-backlog'), false);
+    const maxNodeChannels = parseCount(flags.maxNodeChannels, label('--max-node-channels'), true);
     if (Boolean(flags.tlsCert) !== Boolean(flags.tlsKey)) {
       throw new UsageError('--tls-cert and --tls-key go together');
     }
@@ -163,6 +197,8 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         requestDeadlineMs,
         storeTimeouts,
         busyTimeoutMs,
+        listenBacklog,
+        maxNodeChannels,
         ...(env.SVC_MESH_IN_FLIGHT ? { meshInFlight: parseMeshInFlight(env.SVC_MESH_IN_FLIGHT) } : {}),
       });
     } catch (e) {

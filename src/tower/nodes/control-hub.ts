@@ -152,7 +152,20 @@ export class ControlHub {
   }
 }
 
-export function controlRoutes(hub: ControlHub): TowerPlugin {
+/** Retry-After of a connect refused because this replica holds its limit of channels. */
+export const CHANNELS_FULL_RETRY_AFTER_S = 5;
+
+export interface ControlRouteOptions {
+  /**
+   * Control channels (open sockets, greeted or not) this replica holds at most; past it a
+   * connect is answered 503 with Retry-After, so a reconnect storm is shed (the node retries
+   * later, or through the balancer on another replica) rather than taken. 0: no limit.
+   */
+  maxChannels?: number;
+}
+
+export function controlRoutes(hub: ControlHub, opts: ControlRouteOptions = {}): TowerPlugin {
+  const maxChannels = opts.maxChannels ?? 0;
   return (app: FastifyInstance, ctx: TowerContext) => {
     const ajv = makeAjv(false);
     const decode = controlDecoder<NodeToTower>(NODE_TO_TOWER, (schema) => {
@@ -195,7 +208,23 @@ export function controlRoutes(hub: ControlHub): TowerPlugin {
       }
     };
 
-    app.get(CONTROL_PATH, { config: { scope: 'feed:read' }, websocket: true }, (socket: WebSocket, req) => {
+    let sockets = 0;
+    // Before the upgrade: a refused connect costs no WebSocket and no presence write.
+    const shed = async () => {
+      if (maxChannels > 0 && sockets >= maxChannels) {
+        throw new SvcError(
+          'unavailable',
+          `this replica holds its limit of ${maxChannels} node channels; retry in ${CHANNELS_FULL_RETRY_AFTER_S} s`,
+          { retryAfter: CHANNELS_FULL_RETRY_AFTER_S },
+        );
+      }
+    };
+    const route = { config: { scope: 'feed:read' as const }, websocket: true as const, preValidation: shed };
+    app.get(CONTROL_PATH, route, (socket: WebSocket, req) => {
+      sockets++;
+      socket.once('close', () => {
+        sockets--;
+      });
       const nodeId = req.principal.nodeId;
       if (!nodeId) {
         socket.close(1008, 'node credential required');
