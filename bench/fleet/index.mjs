@@ -107,8 +107,12 @@ async function call(base, token, method, path, body) {
     try {
       return await callOnce(base, token, method, path, body);
     } catch (e) {
-      // HAProxy's 503 (no replica up) forwarded nothing, so even a POST is safe to repeat.
-      if (attempt >= 20 || !/^HTTP 503 from the balancer/.test(e.message)) throw e;
+      // HAProxy's 503 (no replica up) forwarded nothing, so even a POST is safe to repeat; a
+      // kept-alive connection closed under a request is repeated where that is harmless
+      // (reads, and registering a node or an agent: a spare one changes no figure).
+      const harmless = method === 'GET' || path === '/nodes' || path === '/agents';
+      const balancer503 = /^HTTP 503 from the balancer/.test(e.message);
+      if (attempt >= 20 || !(balancer503 || (harmless && e.message === 'fetch failed'))) throw e;
       await sleep(250);
     }
   }

@@ -111,6 +111,9 @@ defaults
   # Open WebSockets (control channels, attach, /events/ws) and long SSE responses.
   timeout tunnel 1h
   timeout http-request 10s
+  # Longer than clients keep idle connections, so HAProxy is rarely the side closing one that a
+  # client is about to reuse.
+  timeout http-keep-alive 75s
 ${maxconn}
 frontend towers_in
   # The kernel caps it at net.core.somaxconn.
