@@ -15,6 +15,7 @@ import {
   meshPartialIndexesMigration,
   meshTaskMissionsMigration,
 } from '../mesh/migrations.js';
+import { nodePresenceMigration } from '../nodes/migrations.js';
 import { secretsMigration } from '../secrets/migrations.js';
 import type { Dialect } from './types.js';
 
@@ -165,4 +166,5 @@ export const MIGRATIONS: Migration[] = [
   feedEventBlocksMigration,
   feedEventCompressionMigration,
   feedEventPrunedMigration,
+  nodePresenceMigration,
 ];

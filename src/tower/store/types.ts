@@ -3,6 +3,7 @@
 import type { Generated, Kysely } from 'kysely';
 import type { FeedTables } from '../feed/migrations.js';
 import type { MeshTables } from '../mesh/migrations.js';
+import type { NodesTables } from '../nodes/migrations.js';
 
 export interface DomainRow {
   id: string;
@@ -117,7 +118,7 @@ export interface MigrationRow {
   applied_at: string;
 }
 
-export interface Tables extends FeedTables, MeshTables {
+export interface Tables extends FeedTables, MeshTables, NodesTables {
   domains: DomainRow;
   missions: MissionRow;
   board_tasks: BoardTaskRow;
