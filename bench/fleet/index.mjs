@@ -14,7 +14,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -35,6 +35,12 @@ const SVC = join(ROOT, 'dist/cli/svc.js');
 const MAX_N = Math.max(...SIZES);
 const checks = countChecks('fleet');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const loadNow = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' / ');
+const LOAD_AT_START = loadNow();
 const procs = [];
 const dir = mkdtempSync(join(tmpdir(), 'svc-bench-fleet-'));
 const schema = `bench_fleet_${process.pid}_${randomBytes(3).toString('hex')}`;
@@ -338,7 +344,15 @@ async function main() {
     const fleet = createFleet({ url: lb.url, nodes: nodes.slice(0, N), missionId: () => currentMission });
     const t0 = performance.now();
     fleet.connectAll();
-    await fleet.until(`${N} nodes connected`, () => fleet.connected() === N, 300_000);
+    const progress = setInterval(() => {
+      const st = fleet.stats;
+      console.log(
+        `fleet: N=${N} ${fleet.connected()} connected, ${st.failedAttempts} failed attempts, ${st.refused503} × 503`,
+      );
+    }, 5000);
+    await fleet
+      .until(`${N} nodes connected`, () => fleet.connected() === N, 900_000)
+      .finally(() => clearInterval(progress));
     const connectMs = Math.max(...fleet.sims.map((s) => s.welcomedAt)) - t0;
     const failedAttempts = fleet.stats.failedAttempts;
     checks.exact(`N=${N}: welcomes on first connection`, fleet.stats.welcomes, N + 0);
@@ -453,7 +467,8 @@ echoes each), asked straight at the replica holding the node's channel (HAProxy'
 which) and at the other one. Kill: at N = ${big.N}, ${KILL_TASKS} tasks (lease 5 s) submitted
 through HAProxy one per 20 ms; after a quarter, replica r0 gets SIGKILL.
 
-Machine: ${machine()}.
+Machine: ${machine()}; load average ${LOAD_AT_START} at the start of the run, ${loadNow()} at
+its end (the machine is shared: other work's load shows in every figure here).
 
 | | ${results.map((r) => `N = ${r.N}`).join(' | ')} |
 | --- | ${results.map(() => '---').join(' | ')} |
