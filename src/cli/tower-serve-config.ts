@@ -17,6 +17,10 @@ export function serveOptions(cmd: Command): Command {
         'connections the kernel queues before the tower accepts them (capped by net.core.somaxconn; default: that cap, else 4096)',
       )
       .option(
+        '--advertise-url <url>',
+        'the URL other replicas reach this one at (default: the --listen address)',
+      )
+      .option(
         '--max-node-channels <n>',
         'node control channels this replica holds at most; past it a connect gets 503 with Retry-After (0 = no limit)',
         '0',

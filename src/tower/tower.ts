@@ -32,6 +32,7 @@ import { mcpRoutes } from './mesh/mcp.js';
 import { meshRoutes } from './mesh/routes.js';
 import { createMeshService, type MeshService } from './mesh/service.js';
 import { ControlHub, controlRoutes } from './nodes/control-hub.js';
+import { Presence } from './nodes/presence.js';
 import { nodeRequestRoutes } from './nodes/routes.js';
 import { createTaskRelay } from './nodes/task-relay.js';
 import { recordRoutes } from './records/routes.js';
@@ -85,6 +86,11 @@ export interface TowerOptions {
   listenBacklog?: number;
   /** Node control channels this replica holds at most; past it connects get 503 (0: no limit). */
   maxNodeChannels?: number;
+  /**
+   * The base URL other replicas reach this one at (the hop for nodes, attach streams and
+   * tickets held here: nodes/forward.ts). Default: the URL it listens on.
+   */
+  advertiseUrl?: string;
 }
 
 /**
@@ -152,6 +158,16 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     });
     const shutdown = new AbortController();
     const nodes = new ControlHub(clock);
+    // Which replica holds each node's channel, shared in the store (nodes/presence.ts).
+    const presence = new Presence({ db: store.db, write, clock, log });
+    nodes.onPresence((nodeId, online) => {
+      void (online ? presence.held(nodeId) : presence.released(nodeId));
+    });
+    const nodesOnline = async (ids: string[]) => {
+      const here = ids.filter((id) => nodes.isOnline(id));
+      const there = await presence.online(ids.filter((id) => !nodes.isOnline(id)));
+      return new Set([...here, ...there]);
+    };
     const credentials = new CredentialWatch({ auth, clock, log });
     const ctx: TowerContext = {
       nodes,
@@ -223,12 +239,13 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       },
       (app, ctx) => mcpRoutes(app, ctx, mesh),
       controlRoutes(nodes, opts.maxNodeChannels ? { maxChannels: opts.maxNodeChannels } : {}),
-      nodeRequestRoutes(nodes, opts.agentLookup ? { agents: opts.agentLookup } : {}),
+      nodeRequestRoutes(nodes, { presence, ...(opts.agentLookup ? { agents: opts.agentLookup } : {}) }),
       attachRoutes({
+        presence,
         ...(opts.attachOrigins ? { allowedOrigins: opts.attachOrigins } : {}),
         ...(opts.agentLookup ? { agents: opts.agentLookup } : {}),
       }),
-      authRoutes((id) => nodes.isOnline(id)),
+      authRoutes(nodesOnline),
       recordRoutes(),
       secretRoutes({
         ...(opts.masterKey !== undefined ? { masterKey: opts.masterKey } : {}),
@@ -264,13 +281,16 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
         const addr = app.server.address();
         const actualPort = typeof addr === 'object' && addr ? addr.port : port;
         const h = host.includes(':') ? `[${host}]` : host;
-        return `${opts.tls ? 'https' : 'http'}://${h}:${actualPort}`;
+        const url = `${opts.tls ? 'https' : 'http'}://${h}:${actualPort}`;
+        await presence.start(opts.advertiseUrl ?? url);
+        return url;
       },
       stop() {
         stopping ??= (async () => {
           shutdown.abort();
           credentials.stop();
           nodes.closeAll();
+          await presence.stop();
           await stopFeed();
           for (const sock of upgraded) sock.destroy();
           await app.close();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../run.js';
-import { defaultListenBacklog, parseCount, parseMeshInFlight } from './tower.js';
+import { defaultListenBacklog, parseAdvertiseUrl, parseCount, parseMeshInFlight } from './tower.js';
 
 describe('parseMeshInFlight', () => {
   it.each([
@@ -38,5 +38,15 @@ describe('defaultListenBacklog', () => {
       }),
     ).toBe(4096);
     expect(defaultListenBacklog(() => 'garbage')).toBe(4096);
+  });
+});
+
+describe('parseAdvertiseUrl', () => {
+  it('takes an http(s) base URL and refuses paths, queries and other schemes', () => {
+    expect(parseAdvertiseUrl('http://10.0.0.5:8008/', '--advertise-url')).toBe('http://10.0.0.5:8008');
+    expect(parseAdvertiseUrl('https://tower-1.internal', '--advertise-url')).toBe('https://tower-1.internal');
+    for (const bad of ['10.0.0.5:8008', 'ftp://x', 'http://x/api', 'http://x/?a=1']) {
+      expect(() => parseAdvertiseUrl(bad, '--advertise-url')).toThrow(`invalid --advertise-url "${bad}"`);
+    }
   });
 });

@@ -34,6 +34,20 @@ export function parseMeshInFlight(text: string): number {
   return n;
 }
 
+/** --advertise-url: an http(s) base URL, kept without a trailing slash. */
+export function parseAdvertiseUrl(text: string, label: string): string {
+  let u: URL | null = null;
+  try {
+    u = new URL(text);
+  } catch {
+    // reported below
+  }
+  if (!u || !/^https?:$/.test(u.protocol) || (u.pathname !== '/' && u.pathname !== '') || u.search) {
+    throw new UsageError(`invalid ${label} "${text}": expected a base URL such as http://10.0.0.5:8008`);
+  }
+  return `${u.protocol}//${u.host}`;
+}
+
 /** A count option: a non-negative integer (`zero`: 0 allowed). */
 export function parseCount(text: string, label: string, zero: boolean): number {
   const n = Number(text);
@@ -96,6 +110,7 @@ interface ServeFlags extends LogFlags {
   listen: string;
   listenBacklog?: string;
   maxNodeChannels: string;
+  advertiseUrl?: string;
   database?: string;
   dataDir?: string;
   tlsCert?: string;
@@ -152,6 +167,10 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         ? defaultListenBacklog()
         : parseCount(flags.listenBacklog, label('--listen-backlog'), false);
     const maxNodeChannels = parseCount(flags.maxNodeChannels, label('--max-node-channels'), true);
+    const advertiseUrl =
+      flags.advertiseUrl === undefined
+        ? undefined
+        : parseAdvertiseUrl(flags.advertiseUrl, label('--advertise-url'));
     if (Boolean(flags.tlsCert) !== Boolean(flags.tlsKey)) {
       throw new UsageError('--tls-cert and --tls-key go together');
     }
@@ -199,6 +218,7 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         busyTimeoutMs,
         listenBacklog,
         maxNodeChannels,
+        ...(advertiseUrl ? { advertiseUrl } : {}),
         ...(env.SVC_MESH_IN_FLIGHT ? { meshInFlight: parseMeshInFlight(env.SVC_MESH_IN_FLIGHT) } : {}),
       });
     } catch (e) {

@@ -14,8 +14,11 @@ import { insertToken, listTokens, revokeToken } from './tokens.js';
 const IdParam = (name: string) =>
   Type.Object({ [name]: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
 
-/** Whether a node is online is decided by the control channel (a later area); default: no. */
-export type NodePresence = (nodeId: string) => boolean;
+/**
+ * Which of these nodes are online, on any replica (nodes/presence.ts); default: none. Decided
+ * by the nodes area, which this one does not import.
+ */
+export type NodePresence = (nodeIds: string[]) => Promise<Set<string>>;
 
 export function nodeFromRow(r: NodeRow, online: boolean): Node {
   return {
@@ -33,7 +36,7 @@ function coversNode(p: Principal, nodeDomains: string[] | null): boolean {
   return coversDomains(p, nodeDomains);
 }
 
-export function authRoutes(presence: NodePresence = () => false) {
+export function authRoutes(presence: NodePresence = async () => new Set()) {
   return (app: FastifyInstance, ctx: TowerContext): void => {
     app.post(
       '/tokens',
@@ -136,14 +139,17 @@ export function authRoutes(presence: NodePresence = () => false) {
         });
         ctx.auth.invalidate();
         const jwt = await ctx.keys.signNode({ sub: row.id, hostname: row.hostname, jti });
-        return reply.code(created ? 201 : 200).send({ ...nodeFromRow(row, presence(row.id)), jwt });
+        const online = (await presence([row.id])).has(row.id);
+        return reply.code(created ? 201 : 200).send({ ...nodeFromRow(row, online), jwt });
       },
     );
 
     app.get('/nodes', { config: { scope: 'feed:read' } }, async (req) => {
       const rows = await ctx.store.db.selectFrom('nodes').selectAll().orderBy('id').execute();
+      const visible = rows.filter((r) => visibleNode(req.principal, r));
+      const online = await presence(visible.map((r) => r.id));
       return {
-        items: rows.filter((r) => visibleNode(req.principal, r)).map((r) => nodeFromRow(r, presence(r.id))),
+        items: visible.map((r) => nodeFromRow(r, online.has(r.id))),
         next_cursor: null,
       };
     });
@@ -158,7 +164,7 @@ export function authRoutes(presence: NodePresence = () => false) {
           .where('id', '=', id)
           .executeTakeFirst();
         if (!row || !visibleNode(req.principal, row)) throw new SvcError('not_found', `node ${id} not found`);
-        return nodeFromRow(row, presence(row.id));
+        return nodeFromRow(row, (await presence([row.id])).has(row.id));
       },
     );
   };

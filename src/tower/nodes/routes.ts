@@ -1,11 +1,13 @@
 // Operator views and actions that the tower forwards to a node over its control channel
 // (node.request → node.response, src/protocol/control.ts): the node's supervision and cron
 // state, and restart/pause/resume of a supervised agent. The tower decides who may ask; the
-// node decides what happens (its supervisor and cron answer exactly as on mgmt.sock).
+// node decides what happens (its supervisor and cron answer exactly as on mgmt.sock). A node
+// whose channel another replica holds is asked through that replica (nodes/forward.ts).
 
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Id, IdParam } from '../../protocol/common.js';
+import { NODE_REQUEST_TIMEOUT_MS } from '../../protocol/control.js';
 import { SvcError } from '../../protocol/errors.js';
 import { NodeAgentAction } from '../../protocol/nodes.js';
 import { canSeeDomain, type Principal } from '../auth/principal.js';
@@ -14,10 +16,26 @@ import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
 import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
 import type { ControlHub } from './control-hub.js';
+import { forwarded, forwardRequest } from './forward.js';
+import type { Presence } from './presence.js';
 
-export function nodeRequestRoutes(hub: ControlHub, opts: { agents?: AgentLookup } = {}): TowerPlugin {
+export function nodeRequestRoutes(
+  hub: ControlHub,
+  opts: { agents?: AgentLookup; presence?: Presence } = {},
+): TowerPlugin {
   const agents = opts.agents ?? agentsTableLookup;
   return (app: FastifyInstance, ctx: TowerContext) => {
+    /**
+     * Where the node's channel is, when not here: the replica to hand the request to, or null
+     * (here, or nowhere: hub.request then answers node_offline). A request handed over once is
+     * answered where it arrived.
+     */
+    const elsewhere = async (req: FastifyRequest, nodeId: string) => {
+      if (hub.isOnline(nodeId) || !opts.presence || forwarded(req)) return null;
+      const holder = await opts.presence.holder(nodeId);
+      return holder && holder.replicaId !== opts.presence.replicaId ? holder : null;
+    };
+    const hop = { timeoutMs: NODE_REQUEST_TIMEOUT_MS + 2000 };
     const loadNode = async (p: Principal, id: string) => {
       if (p.kind === 'node') throw new SvcError('forbidden', 'nodes cannot ask nodes: use an operator token');
       const row = await ctx.store.db.selectFrom('nodes').selectAll().where('id', '=', id).executeTakeFirst();
@@ -28,8 +46,10 @@ export function nodeRequestRoutes(hub: ControlHub, opts: { agents?: AgentLookup 
     app.get('/nodes/:node_id/status', {
       config: { scope: 'feed:read' },
       schema: { params: IdParam('node_id') },
-      handler: async (req) => {
+      handler: async (req, reply) => {
         const row = await loadNode(req.principal, (req.params as { node_id: string }).node_id);
+        const there = await elsewhere(req, row.id);
+        if (there) return forwardRequest(there, req, reply, { ...hop, what: `node ${row.id}` });
         const result = (await hub.request(row.id, 'node.status', {})) as Record<string, unknown>;
         return { node_id: row.id, hostname: row.hostname, ...result };
       },
@@ -41,7 +61,7 @@ export function nodeRequestRoutes(hub: ControlHub, opts: { agents?: AgentLookup 
         params: Type.Object({ node_id: Id, agent_id: Id }, { additionalProperties: false }),
         body: NodeAgentAction,
       },
-      handler: async (req) => {
+      handler: async (req, reply) => {
         const params = req.params as { node_id: string; agent_id: string };
         const row = await loadNode(req.principal, params.node_id);
         // Same rule as attach: an enrolled agent must be on this node and in a visible domain;
@@ -51,6 +71,8 @@ export function nodeRequestRoutes(hub: ControlHub, opts: { agents?: AgentLookup 
           throw new SvcError('agent_not_found', `agent ${params.agent_id} is not on node ${row.id}`);
         if (enrolled ? !canSeeDomain(req.principal, enrolled.domain_id) : req.principal.domains !== null)
           throw new SvcError('agent_not_found', `agent ${params.agent_id} not found`);
+        const there = await elsewhere(req, row.id);
+        if (there) return forwardRequest(there, req, reply, { ...hop, what: `node ${row.id}` });
         const { action } = req.body as NodeAgentAction;
         return hub.request(row.id, `agent.${action}`, { id: params.agent_id });
       },
