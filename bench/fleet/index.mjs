@@ -485,8 +485,10 @@ Kill -9 of one replica at N = ${big.N}: ${kill.dropped} channels dropped, every 
 ${ms(kill.backMs)} after the kill; tasks lost ${kill.lost} of ${KILL_TASKS}, completed twice
 ${kill.doubled}.
 
-"Same replica" attach streams fail too where the node's dial-back (through HAProxy) reaches the
-replica that did not ask for it: streams are per replica until they cross replicas (issue 33).
+The node's attach dial-back goes through HAProxy too, so it reaches either replica; one that
+is not waiting for the stream hands it on (nodes/forward.ts). A scaled-down run (sizes, workers,
+samples) says so in the Method line above; the figures before requests and streams crossed
+replicas are in docs/perf-notes.md.
 `;
   const otherOk = (x) => x.ok === x.of && x.p99 < 50;
   writeSection('fleet', md, [
