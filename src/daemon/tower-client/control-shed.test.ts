@@ -59,13 +59,13 @@ describe('svcd control channel against a tower at its channel limit', () => {
       `the tower is shedding load (503): retrying after ${CHANNELS_FULL_RETRY_AFTER_S} s or more`,
     );
     held.close();
-    await waitFor('the held channel to go', () => !t.tower.ctx.nodes.isOnline(a.id));
+    await waitFor('the held channel to go', () => !t.tower.nodes.isOnline(a.id));
     // The backoff alone would dial again after 0.5 s (random() = 0); Retry-After holds it back.
     await clock.advance(CHANNELS_FULL_RETRY_AFTER_S * 1000 - 1);
     expect(control.status?.()).toMatchObject({ connected: false, connects: 0 });
     await clock.advance(1);
     await control.waitConnected();
-    expect(t.tower.ctx.nodes.isOnline(b.id)).toBe(true);
+    expect(t.tower.nodes.isOnline(b.id)).toBe(true);
     await control.stop();
   });
 });

@@ -2,13 +2,17 @@
 // registration (which mints node JWTs).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import { newId, randomToken } from '../../lib/ids.js';
 import { type TokenCreate, TokenCreate as TokenCreateSchema } from '../../protocol/auth.js';
 import { SvcError } from '../../protocol/errors.js';
 import { type Node, type NodeRegister, NodeRegister as NodeRegisterSchema } from '../../protocol/nodes.js';
-import type { TowerContext } from '../context.js';
+import type { Store } from '../store/open.js';
+import type { Write } from '../store/tx.js';
 import type { NodeRow } from '../store/types.js';
+import type { Authenticator } from './authenticate.js';
 import { coversDomains, grantRefusal, type Principal } from './principal.js';
+import type { SigningKeys } from './signing-keys.js';
 import { insertToken, listTokens, revokeToken } from './tokens.js';
 
 const IdParam = (name: string) =>
@@ -36,8 +40,18 @@ function coversNode(p: Principal, nodeDomains: string[] | null): boolean {
   return coversDomains(p, nodeDomains);
 }
 
-export function authRoutes(presence: NodePresence = async () => new Set()) {
-  return (app: FastifyInstance, ctx: TowerContext): void => {
+/** What the credential routes use. */
+export interface AuthRoutesDeps {
+  store: Store;
+  write: Write;
+  auth: Authenticator;
+  keys: SigningKeys;
+  presence?: NodePresence;
+}
+
+export const authRoutes = fp(
+  async (app: FastifyInstance, deps: AuthRoutesDeps) => {
+    const presence: NodePresence = deps.presence ?? (async () => new Set());
     app.post(
       '/tokens',
       { config: { scope: 'admin' }, schema: { body: TokenCreateSchema } },
@@ -46,13 +60,13 @@ export function authRoutes(presence: NodePresence = async () => new Set()) {
         // Grants never widen: scopes and domains within the creator's own.
         const refusal = grantRefusal(req.principal, body.scopes, body.domains ?? null);
         if (refusal) throw new SvcError('forbidden', refusal);
-        const created = await ctx.write((tx) => insertToken(tx, body));
+        const created = await deps.write((tx) => insertToken(tx, body));
         return reply.code(201).send(created);
       },
     );
     // A credential limited to domains sees and revokes only tokens limited to those domains.
     app.get('/tokens', { config: { scope: 'admin' } }, async (req) => ({
-      items: (await listTokens(ctx.store.db)).filter((t) => coversDomains(req.principal, t.domains)),
+      items: (await listTokens(deps.store.db)).filter((t) => coversDomains(req.principal, t.domains)),
       next_cursor: null,
     }));
     app.delete(
@@ -60,21 +74,21 @@ export function authRoutes(presence: NodePresence = async () => new Set()) {
       { config: { scope: 'admin' }, schema: { params: IdParam('token_id') } },
       async (req) => {
         const id = (req.params as { token_id: string }).token_id;
-        const token = await revokeToken(ctx.write, id, (t) => coversDomains(req.principal, t.domains));
-        ctx.auth.invalidate();
+        const token = await revokeToken(deps.write, id, (t) => coversDomains(req.principal, t.domains));
+        deps.auth.invalidate();
         return token;
       },
     );
 
     app.get('/admin/signing-keys', { config: { scope: 'admin', towerWide: true } }, async () => ({
-      items: await ctx.keys.list(),
+      items: await deps.keys.list(),
       next_cursor: null,
     }));
     app.post(
       '/admin/signing-keys/rotate',
       { config: { scope: 'admin', towerWide: true } },
       async (_req, reply) => {
-        const kid = await ctx.keys.rotate();
+        const kid = await deps.keys.rotate();
         return reply.code(201).send({ kid });
       },
     );
@@ -82,7 +96,7 @@ export function authRoutes(presence: NodePresence = async () => new Set()) {
       '/admin/signing-keys/:kid/retire',
       { config: { scope: 'admin', towerWide: true }, schema: { params: IdParam('kid') } },
       async (req) => {
-        await ctx.keys.retire((req.params as { kid: string }).kid);
+        await deps.keys.retire((req.params as { kid: string }).kid);
         return { kid: (req.params as { kid: string }).kid, retired: true };
       },
     );
@@ -96,7 +110,7 @@ export function authRoutes(presence: NodePresence = async () => new Set()) {
         if (p.kind === 'node')
           throw new SvcError('forbidden', 'a node cannot register nodes: use an operator token');
         const jti = randomToken(16);
-        const { row, created } = await ctx.write(async (tx) => {
+        const { row, created } = await deps.write(async (tx) => {
           const existing = await tx.db
             .selectFrom('nodes')
             .selectAll()
@@ -137,19 +151,21 @@ export function authRoutes(presence: NodePresence = async () => new Set()) {
           });
           return { row, created: true };
         });
-        ctx.auth.invalidate();
-        const jwt = await ctx.keys.signNode({ sub: row.id, hostname: row.hostname, jti });
+        deps.auth.invalidate();
+        const jwt = await deps.keys.signNode({ sub: row.id, hostname: row.hostname, jti });
         const online = (await presence([row.id])).has(row.id);
         return reply.code(created ? 201 : 200).send({ ...nodeFromRow(row, online), jwt });
       },
     );
 
     app.get('/nodes', { config: { scope: 'feed:read' } }, async (req) => {
-      const rows = await ctx.store.db.selectFrom('nodes').selectAll().orderBy('id').execute();
-      const visible = rows.filter((r) => visibleNode(req.principal, r));
-      const online = await presence(visible.map((r) => r.id));
+      const rows = await deps.store.db.selectFrom('nodes').selectAll().orderBy('id').execute();
       return {
-        items: visible.map((r) => nodeFromRow(r, online.has(r.id))),
+        items: await (async () => {
+          const visible = rows.filter((r) => visibleNode(req.principal, r));
+          const online = await presence(visible.map((r) => r.id));
+          return visible.map((r) => nodeFromRow(r, online.has(r.id)));
+        })(),
         next_cursor: null,
       };
     });
@@ -158,7 +174,7 @@ export function authRoutes(presence: NodePresence = async () => new Set()) {
       { config: { scope: 'feed:read' }, schema: { params: IdParam('node_id') } },
       async (req) => {
         const id = (req.params as { node_id: string }).node_id;
-        const row = await ctx.store.db
+        const row = await deps.store.db
           .selectFrom('nodes')
           .selectAll()
           .where('id', '=', id)
@@ -167,8 +183,9 @@ export function authRoutes(presence: NodePresence = async () => new Set()) {
         return nodeFromRow(row, (await presence([row.id])).has(row.id));
       },
     );
-  };
-}
+  },
+  { name: 'svc-auth' },
+);
 
 /** A node is visible to principals that could see all of its domains, and to itself. */
 export function visibleNode(p: Principal, row: NodeRow): boolean {

@@ -7,7 +7,7 @@ import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { SvcError } from '../../protocol/errors.js';
-import { transaction } from '../store/tx.js';
+import { transaction } from '../store/transaction.js';
 import type { Db, Dialect, SigningKeyRow } from '../store/types.js';
 
 export const NODE_JWT_ISSUER = 'svc-tower';

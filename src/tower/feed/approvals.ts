@@ -1,6 +1,7 @@
 // Approvals (pending → approved | rejected, decided once) and inbox messages, each change
 // written with its feed event in one transaction.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { newId } from '../../lib/ids.js';
 import {
   type Approval,
@@ -14,11 +15,10 @@ import {
 import { IdParam } from '../../protocol/common.js';
 import { SvcError } from '../../protocol/errors.js';
 import { canSeeDomain } from '../auth/principal.js';
-import type { TowerContext } from '../context.js';
-import type { TowerPlugin } from '../http/app.js';
 import { listInDomains } from '../records/access.js';
 import type { AgentLookup } from '../secrets/agents.js';
-import type { Tx } from '../store/tx.js';
+import type { Store } from '../store/open.js';
+import type { Tx, Write } from '../store/tx.js';
 import type { ApprovalRow } from './migrations.js';
 
 function approvalOf(r: ApprovalRow): Approval {
@@ -43,11 +43,18 @@ function approvalEvent(tx: Tx, a: Approval, action: 'requested' | 'approved' | '
   });
 }
 
-export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
-  return (app: FastifyInstance, ctx: TowerContext) => {
+/** What the approval and inbox routes use. */
+export interface ApprovalRoutesDeps {
+  store: Store;
+  write: Write;
+  agents: AgentLookup;
+}
+
+export const approvalRoutes = fp(
+  async (app: FastifyInstance, deps: ApprovalRoutesDeps) => {
     const visibleDomain = async (req: FastifyRequest, domainId: string) => {
       const row = canSeeDomain(req.principal, domainId)
-        ? await ctx.store.db.selectFrom('domains').select('id').where('id', '=', domainId).executeTakeFirst()
+        ? await deps.store.db.selectFrom('domains').select('id').where('id', '=', domainId).executeTakeFirst()
         : undefined;
       if (!row) throw new SvcError('not_found', `domain ${domainId} not found`);
     };
@@ -58,7 +65,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
       handler: async (req, reply) => {
         const body = req.body as ApprovalCreate;
         await visibleDomain(req, body.domain_id);
-        const approval = await ctx.write(async (tx) => {
+        const approval = await deps.write(async (tx) => {
           const a: Approval = {
             id: newId('apr', tx.nowMs),
             domain_id: body.domain_id,
@@ -86,13 +93,13 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
       schema: { querystring: ApprovalListQuery },
       handler: async (req) => {
         const q = req.query as ApprovalListQuery;
-        let sel = ctx.store.db.selectFrom('approvals').selectAll();
+        let sel = deps.store.db.selectFrom('approvals').selectAll();
         if (q.status) sel = sel.where('status', '=', q.status);
         return listInDomains(sel, req.principal, q, approvalOf);
       },
     });
 
-    const load = async (req: FastifyRequest, db = ctx.store.db as Tx['db']): Promise<ApprovalRow> => {
+    const load = async (req: FastifyRequest, db = deps.store.db as Tx['db']): Promise<ApprovalRow> => {
       const id = (req.params as { approval_id: string }).approval_id;
       const row = await db.selectFrom('approvals').selectAll().where('id', '=', id).executeTakeFirst();
       if (!row || !canSeeDomain(req.principal, row.domain_id)) {
@@ -113,7 +120,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
         schema: { params: IdParam('approval_id'), body: ApprovalDecide },
         handler: async (req) => {
           const body = (req.body ?? {}) as ApprovalDecide;
-          return ctx.write(async (tx) => {
+          return deps.write(async (tx) => {
             const row = await load(req, tx.db);
             const status = decision === 'approve' ? 'approved' : 'rejected';
             // The status check is in the UPDATE itself, so two deciders racing on two
@@ -154,7 +161,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
       schema: { body: InboxSend },
       handler: async (req, reply) => {
         const body = req.body as InboxSend;
-        const enrolled = await opts.agents(ctx.store.db, body.agent_id);
+        const enrolled = await deps.agents(deps.store.db, body.agent_id);
         const domainId = enrolled?.domain_id ?? body.domain_id;
         if (domainId === undefined) {
           throw new SvcError(
@@ -166,7 +173,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
           throw new SvcError('not_found', `agent ${body.agent_id} not found in domain ${body.domain_id}`);
         }
         await visibleDomain(req, domainId);
-        const message = await ctx.write(async (tx) => {
+        const message = await deps.write(async (tx) => {
           const m: InboxMessage = {
             id: newId('msg', tx.nowMs),
             domain_id: domainId,
@@ -193,10 +200,11 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
       schema: { querystring: InboxListQuery },
       handler: async (req) => {
         const q = req.query as InboxListQuery;
-        let sel = ctx.store.db.selectFrom('inbox_messages').selectAll();
+        let sel = deps.store.db.selectFrom('inbox_messages').selectAll();
         if (q.agent_id !== undefined) sel = sel.where('agent_id', '=', q.agent_id);
         return listInDomains(sel, req.principal, q, (m) => m);
       },
     });
-  };
-}
+  },
+  { name: 'svc-approvals' },
+);

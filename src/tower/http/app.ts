@@ -1,25 +1,29 @@
 // Builds the tower's Fastify app: validation, problem+json errors, auth and rate limits,
-// metrics, health routes, then one plugin per area. Route tests use app.inject().
+// metrics and health routes. The composition root (tower.ts) then registers one plugin per
+// area with the dependencies that area uses. Route tests use app.inject().
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import Fastify, { LogController } from 'fastify';
+import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
-import type { TowerContext } from '../context.js';
 import type { StoreHealth } from '../store/health.js';
 import type { Readiness } from '../store/readiness.js';
-import { installAuth } from './auth-hook.js';
+import { type AuthHookDeps, installAuth } from './auth-hook.js';
 import { RequestDeadline } from './deadline.js';
 import { createMetrics, installMetrics, type TowerMetrics } from './metrics.js';
 import { installProblemHandlers } from './problem.js';
 import { createValidatorCompiler, installTextRule } from './validation.js';
 import './fastify-types.js';
 
-export type TowerPlugin = (app: FastifyInstance, ctx: TowerContext) => void | Promise<void>;
+/** What the app itself uses: the clock and log, the body limit, and the auth hook's parts. */
+export interface AppDeps extends AuthHookDeps {
+  log: Logger;
+  bodyLimitBytes: number;
+}
 
 export interface BuildAppOptions {
   https?: { cert: Buffer; key: Buffer };
-  plugins: TowerPlugin[];
   metrics?: TowerMetrics;
-  /** Every request's deadline (default DEFAULT_REQUEST_DEADLINE_MS on ctx.clock). */
+  /** Every request's deadline (default DEFAULT_REQUEST_DEADLINE_MS on deps.clock). */
   deadline?: RequestDeadline;
   /** What /readyz answers (default: ready whenever asked). */
   readiness?: () => Promise<Readiness>;
@@ -27,12 +31,12 @@ export interface BuildAppOptions {
   health?: StoreHealth;
 }
 
-export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp(deps: AppDeps, opts: BuildAppOptions): Promise<FastifyInstance> {
   const serverOpts: FastifyServerOptions & { https?: { cert: Buffer; key: Buffer } } = {
-    loggerInstance: ctx.log.child({ component: 'http' }),
+    loggerInstance: deps.log.child({ component: 'http' }),
     // Per-request lines would dominate the log; metrics count requests instead.
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: ctx.config.bodyLimitBytes,
+    bodyLimit: deps.bodyLimitBytes,
     // Idle keep-alive sockets close at shutdown; in-flight requests finish first.
     forceCloseConnections: 'idle',
     return503OnClosing: true,
@@ -45,9 +49,9 @@ export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promis
   const health = opts.health;
   installProblemHandlers(app, health ? { onStoreFault: (f) => health.failed(f) } : {});
   // Before auth: the deadline covers the auth lookup too.
-  const deadline = opts.deadline ?? new RequestDeadline(ctx.clock);
+  const deadline = opts.deadline ?? new RequestDeadline(deps.clock);
   deadline.install(app);
-  installAuth(app, ctx, deadline);
+  installAuth(app, deps, deadline);
   const metrics = opts.metrics ?? createMetrics();
   installMetrics(app, metrics);
 
@@ -65,6 +69,5 @@ export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promis
     return metrics.registry.metrics();
   });
 
-  for (const plugin of opts.plugins) await plugin(app, ctx);
   return app;
 }

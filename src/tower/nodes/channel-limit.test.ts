@@ -75,13 +75,13 @@ describe('node channel limit and listen backlog', () => {
       retryAfter: String(CHANNELS_FULL_RETRY_AFTER_S),
       code: 'unavailable',
     });
-    expect(t.tower.ctx.nodes.isOnline(b.id)).toBe(false);
+    expect(t.tower.nodes.isOnline(b.id)).toBe(false);
     held.close();
-    await waitFor('the held channel to go', () => !t.tower.ctx.nodes.isOnline(a.id));
+    await waitFor('the held channel to go', () => !t.tower.nodes.isOnline(a.id));
     const ws = await connect(b.jwt);
-    expect(t.tower.ctx.nodes.isOnline(b.id)).toBe(true);
+    expect(t.tower.nodes.isOnline(b.id)).toBe(true);
     ws.close();
-    await waitFor('b to go', () => !t.tower.ctx.nodes.isOnline(b.id));
+    await waitFor('b to go', () => !t.tower.nodes.isOnline(b.id));
   });
 
   it('listens with the backlog it was given', () => {

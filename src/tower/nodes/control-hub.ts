@@ -10,8 +10,10 @@
 
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import type { WebSocket } from 'ws';
 import { type Clock, systemClock, type TimerHandle } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import {
   CLOSE_POLICY,
   CONTROL_PATH,
@@ -26,10 +28,10 @@ import {
   type TowerToNode,
 } from '../../protocol/control.js';
 import { type ErrorCode, isErrorCode, SvcError } from '../../protocol/errors.js';
-import type { TowerContext } from '../context.js';
-import type { TowerPlugin } from '../http/app.js';
+import type { CredentialWatch } from '../auth/credential-watch.js';
 import { credentialHeader } from '../http/auth-hook.js';
 import { makeAjv } from '../http/validation.js';
+import type { Write } from '../store/tx.js';
 
 interface Channel {
   nodeId: string;
@@ -152,34 +154,42 @@ export class ControlHub {
   }
 }
 
-/** Retry-After of a connect refused because this replica holds its limit of channels. */
-export const CHANNELS_FULL_RETRY_AFTER_S = 5;
-
-export interface ControlRouteOptions {
+/** What the control channel route uses. */
+export interface ControlRoutesDeps {
+  hub: ControlHub;
+  clock: Clock;
+  log: Logger;
+  write: Write;
+  /** Re-checks the credentials of open channels; ends them once revoked. */
+  credentials: CredentialWatch;
   /**
    * Control channels (open sockets, greeted or not) this replica holds at most; past it a
    * connect is answered 503 with Retry-After, so a reconnect storm is shed (the node retries
-   * later, or through the balancer on another replica) rather than taken. 0: no limit.
+   * later, or through the balancer on another replica) rather than taken. 0 or none: no limit.
    */
   maxChannels?: number;
 }
 
-export function controlRoutes(hub: ControlHub, opts: ControlRouteOptions = {}): TowerPlugin {
-  const maxChannels = opts.maxChannels ?? 0;
-  return (app: FastifyInstance, ctx: TowerContext) => {
+/** Retry-After of a connect refused because this replica holds its limit of channels. */
+export const CHANNELS_FULL_RETRY_AFTER_S = 5;
+
+export const controlRoutes = fp(
+  async (app: FastifyInstance, deps: ControlRoutesDeps) => {
+    const { hub } = deps;
+    const maxChannels = deps.maxChannels ?? 0;
     const ajv = makeAjv(false);
     const decode = controlDecoder<NodeToTower>(NODE_TO_TOWER, (schema) => {
       const validate = ajv.compile(schema);
       return (v) => (validate(v) ? null : ajv.errorsText(validate.errors, { dataVar: 'message' }));
     });
-    const log = ctx.log.child({ component: 'control' });
+    const log = deps.log.child({ component: 'control' });
 
     const setAgents = async (
       nodeId: string,
       statuses: { agent_id: string; status: string }[] | 'offline',
     ) => {
       try {
-        await ctx.write(async (tx) => {
+        await deps.write(async (tx) => {
           if (statuses === 'offline') {
             await tx.db
               .updateTable('agents')
@@ -234,20 +244,20 @@ export function controlRoutes(hub: ControlHub, opts: ControlRouteOptions = {}): 
       let timer: TimerHandle | null = null;
       // The channel lives only as long as its credential: a node re-registered (JWT rotated),
       // a signing key retired, on any replica, closes it at the next re-check.
-      const unwatch = ctx.credentials.add(credentialHeader(req), {
+      const unwatch = deps.credentials.add(credentialHeader(req), {
         end: (why) => {
           log.info({ node: nodeId, why }, "control channel closed: the node's credential ended");
           socket.close(CLOSE_POLICY, why.slice(0, 120));
         },
       });
-      let lastSeen = ctx.clock.now();
+      let lastSeen = deps.clock.now();
       const seen = () => {
-        lastSeen = ctx.clock.now();
+        lastSeen = deps.clock.now();
         if (channel) channel.lastSeen = lastSeen;
       };
       const beat = () => {
-        timer = ctx.clock.setTimeout(() => {
-          if (ctx.clock.now() - lastSeen >= DEAD_AFTER_MS) {
+        timer = deps.clock.setTimeout(() => {
+          if (deps.clock.now() - lastSeen >= DEAD_AFTER_MS) {
             log.info({ node: nodeId }, 'control channel silent; closing it');
             socket.terminate();
             return;
@@ -279,7 +289,7 @@ export function controlRoutes(hub: ControlHub, opts: ControlRouteOptions = {}): 
             socket,
             attachSecret: h.attach_secret,
             version: h.version,
-            connectedAt: ctx.clock.now(),
+            connectedAt: deps.clock.now(),
             lastSeen,
           };
           const previous = hub.register(channel);
@@ -307,5 +317,6 @@ export function controlRoutes(hub: ControlHub, opts: ControlRouteOptions = {}): 
       });
       socket.on('error', () => {});
     });
-  };
-}
+  },
+  { name: 'svc-control' },
+);

@@ -10,6 +10,10 @@ export interface NodesTables {
   node_channels: { node_id: string; replica_id: string; connected_at: string };
 }
 
+declare module '../store/types.js' {
+  interface Tables extends NodesTables {}
+}
+
 export const nodePresenceMigration: Migration = {
   version: 40,
   name: 'node presence across replicas',

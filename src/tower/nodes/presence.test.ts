@@ -25,8 +25,8 @@ describe.each(STORES)('node presence on %s', (store) => {
 
   /** A replica's presence on the shared store, with a clock of its own. */
   async function replica(address: string, clock = new FakeClock(start)) {
-    const { db } = t.tower.ctx.store;
-    const p = new Presence({ db, write: t.tower.ctx.write, clock, log: silentLogger() });
+    const { db } = t.tower.store;
+    const p = new Presence({ db, write: t.tower.write, clock, log: silentLogger() });
     await p.start(address);
     return { p, clock };
   }

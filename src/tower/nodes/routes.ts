@@ -6,39 +6,46 @@
 
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { Id, IdParam } from '../../protocol/common.js';
 import { NODE_REQUEST_TIMEOUT_MS } from '../../protocol/control.js';
 import { SvcError } from '../../protocol/errors.js';
 import { NodeAgentAction } from '../../protocol/nodes.js';
 import { canSeeDomain, type Principal } from '../auth/principal.js';
 import { visibleNode } from '../auth/routes.js';
-import type { TowerContext } from '../context.js';
-import type { TowerPlugin } from '../http/app.js';
 import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
+import type { Store } from '../store/open.js';
 import type { ControlHub } from './control-hub.js';
 import { forwarded, forwardRequest } from './forward.js';
 import type { Presence } from './presence.js';
 
-export function nodeRequestRoutes(
-  hub: ControlHub,
-  opts: { agents?: AgentLookup; presence?: Presence } = {},
-): TowerPlugin {
-  const agents = opts.agents ?? agentsTableLookup;
-  return (app: FastifyInstance, ctx: TowerContext) => {
+/** What the node request routes use: the control channels, and the store to check nodes. */
+export interface NodeRequestDeps {
+  hub: ControlHub;
+  store: Store;
+  agents?: AgentLookup;
+  /** Where other replicas' channels are (several replicas); none: this replica only. */
+  presence?: Presence;
+}
+
+export const nodeRequestRoutes = fp(
+  async (app: FastifyInstance, deps: NodeRequestDeps) => {
+    const { hub } = deps;
+    const agents = deps.agents ?? agentsTableLookup;
     /**
      * Where the node's channel is, when not here: the replica to hand the request to, or null
-     * (here, or nowhere: hub.request then answers node_offline). A request handed over once is
-     * answered where it arrived.
+     * (here, or nowhere: hub.request then answers node_offline).
      */
     const elsewhere = async (req: FastifyRequest, nodeId: string) => {
-      if (hub.isOnline(nodeId) || !opts.presence || forwarded(req)) return null;
-      const holder = await opts.presence.holder(nodeId);
-      return holder && holder.replicaId !== opts.presence.replicaId ? holder : null;
+      const { presence } = deps;
+      if (hub.isOnline(nodeId) || !presence || forwarded(req)) return null;
+      const holder = await presence.holder(nodeId);
+      return holder && holder.replicaId !== presence.replicaId ? holder : null;
     };
     const hop = { timeoutMs: NODE_REQUEST_TIMEOUT_MS + 2000 };
     const loadNode = async (p: Principal, id: string) => {
       if (p.kind === 'node') throw new SvcError('forbidden', 'nodes cannot ask nodes: use an operator token');
-      const row = await ctx.store.db.selectFrom('nodes').selectAll().where('id', '=', id).executeTakeFirst();
+      const row = await deps.store.db.selectFrom('nodes').selectAll().where('id', '=', id).executeTakeFirst();
       if (!row || !visibleNode(p, row)) throw new SvcError('not_found', `node ${id} not found`);
       return row;
     };
@@ -66,7 +73,7 @@ export function nodeRequestRoutes(
         const row = await loadNode(req.principal, params.node_id);
         // Same rule as attach: an enrolled agent must be on this node and in a visible domain;
         // one only in the node's agents.toml is for credentials that see every domain.
-        const enrolled = await agents(ctx.store.db, params.agent_id);
+        const enrolled = await agents(deps.store.db, params.agent_id);
         if (enrolled && enrolled.node_id !== row.id)
           throw new SvcError('agent_not_found', `agent ${params.agent_id} is not on node ${row.id}`);
         if (enrolled ? !canSeeDomain(req.principal, enrolled.domain_id) : req.principal.domains !== null)
@@ -77,5 +84,6 @@ export function nodeRequestRoutes(
         return hub.request(row.id, `agent.${action}`, { id: params.agent_id });
       },
     });
-  };
-}
+  },
+  { name: 'svc-node-requests' },
+);

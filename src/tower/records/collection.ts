@@ -11,9 +11,9 @@ import { SvcError } from '../../protocol/errors.js';
 import type { NewEvent } from '../../protocol/events.js';
 import type { Scope } from '../../protocol/scopes.js';
 import { canSeeDomain } from '../auth/principal.js';
-import type { TowerContext } from '../context.js';
+import type { Store } from '../store/open.js';
 import { type PreparedQuery, prepare, slot } from '../store/prepared.js';
-import type { InsertOne, Tx } from '../store/tx.js';
+import type { InsertOne, Tx, Write } from '../store/tx.js';
 import type { Db } from '../store/types.js';
 import { requireDomain, requireMission } from './access.js';
 import { decodeCursor, page } from './cursor.js';
@@ -78,7 +78,13 @@ function toColumns(spec: CollectionSpec, schema: TObject, body: Row, defaults: R
   return out;
 }
 
-export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec: CollectionSpec): void {
+/** What the record routes use: the store to read, and the write path. */
+export interface RecordDeps {
+  store: Store;
+  write: Write;
+}
+
+export function registerCollection(app: FastifyInstance, deps: RecordDeps, spec: CollectionSpec): void {
   const one = `${spec.basePath}/:${spec.idParam}`;
   const idOf = (req: FastifyRequest) => (req.params as Record<string, string>)[spec.idParam] ?? '';
   const loose = (db: Db | Tx['db']) => db as unknown as LooseDb;
@@ -89,11 +95,11 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
     if (spec.parent === 'none') return {};
     const domainId = params.domain_id ?? '';
     if (spec.parent === 'domain') {
-      await requireDomain(ctx.store.db, req.principal, domainId);
+      await requireDomain(deps.store.db, req.principal, domainId);
       return { domain_id: domainId };
     }
     const missionId = params.mission_id ?? '';
-    await requireMission(ctx.store.db, req.principal, missionId, domainId);
+    await requireMission(deps.store.db, req.principal, missionId, domainId);
     return { domain_id: domainId, mission_id: missionId };
   }
 
@@ -103,8 +109,8 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
     const key = `${withDomain}/${withMission}`;
     let q = byId.get(key);
     if (!q) {
-      q = prepare<Row>(ctx.store, () => {
-        let b = loose(ctx.store.db).selectFrom(spec.table).selectAll().where('id', '=', slot('id'));
+      q = prepare<Row>(deps.store, () => {
+        let b = loose(deps.store.db).selectFrom(spec.table).selectAll().where('id', '=', slot('id'));
         if (withDomain) b = b.where('domain_id', '=', slot('domain_id'));
         if (withMission) b = b.where('mission_id', '=', slot('mission_id'));
         return b;
@@ -176,7 +182,7 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
       // parent itself (store/tx.ts insertOne), so creating a record is a single store access.
       const { parent, gate, missing } = gateOf(req);
       let record: Row = {};
-      const ok = await ctx.write.insertOne({
+      const ok = await deps.write.insertOne({
         table: spec.table,
         gate,
         build: (nowMs) => {
@@ -206,7 +212,7 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
       const query = req.query as ListQuery;
       const limit = query.limit ?? 50;
       const after = decodeCursor(query.cursor);
-      let q = loose(ctx.store.db)
+      let q = loose(deps.store.db)
         .selectFrom(spec.table)
         .selectAll()
         .orderBy('id')
@@ -227,7 +233,7 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
 
   app.get(one, {
     config: { scope: 'feed:read' },
-    handler: async (req) => fromRow(spec, await load(ctx.store.db, req, await parentOf(req))),
+    handler: async (req) => fromRow(spec, await load(deps.store.db, req, await parentOf(req))),
   });
 
   app.patch(one, {
@@ -235,7 +241,7 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
     schema: { body: spec.schemas.patch },
     handler: async (req) => {
       const parent = await parentOf(req);
-      return ctx.write(async (tx) => {
+      return deps.write(async (tx) => {
         const before = await load(tx.db, req, parent);
         const changes = { ...toColumns(spec, spec.schemas.patch, req.body as Row, null), updated_at: tx.now };
         await loose(tx.db)
@@ -258,7 +264,7 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
     handler: async (req, reply) => {
       const parent = await parentOf(req);
       const cascade = (req.query as { cascade?: boolean }).cascade === true;
-      await ctx.write(async (tx) => {
+      await deps.write(async (tx) => {
         const row = await load(tx.db, req, parent);
         if (!cascade) {
           for (const child of spec.children ?? []) {

@@ -3,6 +3,9 @@
 // Every fetch, granted or refused, is audited as a `matrix` event without the value.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import {
   MAX_SECRET_VALUE_BYTES,
@@ -16,11 +19,10 @@ import {
   SecretRollback,
 } from '../../protocol/secrets.js';
 import type { Principal } from '../auth/principal.js';
-import type { TowerContext } from '../context.js';
-import type { TowerPlugin } from '../http/app.js';
 import { requireDomain } from '../records/access.js';
 import { decodeCursor, encodeCursor } from '../records/cursor.js';
-import type { Tx } from '../store/tx.js';
+import type { Store } from '../store/open.js';
+import type { Tx, Write } from '../store/tx.js';
 import { type AgentLookup, agentsTableLookup } from './agents.js';
 import {
   claimKeyForWrite,
@@ -42,6 +44,16 @@ import {
   rollbackSecret,
   sdb,
 } from './store.js';
+
+/** What the secrets routes use besides their options. */
+export interface SecretRoutesDeps extends SecretRoutesOptions {
+  clock: Clock;
+  log: Logger;
+  store: Store;
+  write: Write;
+  /** Where <data-dir>/master.key lives. */
+  dataDir: string;
+}
 
 export interface SecretRoutesOptions {
   /** Text of SVC_MASTER_KEY, read at the CLI edge; otherwise <data-dir>/master.key. */
@@ -77,40 +89,41 @@ function requireGlobalAdmin(p: Principal): void {
   }
 }
 
-export function secretRoutes(opts: SecretRoutesOptions = {}): TowerPlugin {
-  return async (app, ctx) => {
-    const log = ctx.log.child({ component: 'secrets' });
-    const keyDeps = { db: ctx.store.db, dialect: ctx.store.dialect, clock: ctx.clock, log };
+export const secretRoutes = fp(
+  async (app: FastifyInstance, deps: SecretRoutesDeps) => {
+    const log = deps.log.child({ component: 'secrets' });
+    const keyDeps = { db: deps.store.db, dialect: deps.store.dialect, clock: deps.clock, log };
     const mk = await openMasterKeys(keyDeps, {
-      dataDir: ctx.config.dataDir,
-      ...(opts.masterKey !== undefined ? { masterKey: opts.masterKey } : {}),
+      dataDir: deps.dataDir,
+      ...(deps.masterKey !== undefined ? { masterKey: deps.masterKey } : {}),
     });
-    registerSecretRoutes(app, ctx, mk, opts.agents ?? agentsTableLookup);
+    registerSecretRoutes(app, deps, mk, deps.agents ?? agentsTableLookup);
     app.get('/admin/master-key', { config: { scope: 'admin', towerWide: true } }, async (req) => {
       requireGlobalAdmin(req.principal);
-      return masterKeyStatus(ctx.store.db, mk);
+      return masterKeyStatus(deps.store.db, mk);
     });
     app.post('/admin/master-key/rotate', { config: { scope: 'admin', towerWide: true } }, async (req) => {
       requireGlobalAdmin(req.principal);
       return rotateMasterKey(keyDeps, mk);
     });
-  };
-}
+  },
+  { name: 'svc-secrets' },
+);
 
 function registerSecretRoutes(
   app: FastifyInstance,
-  ctx: TowerContext,
+  deps: SecretRoutesDeps,
   mk: MasterKeys,
   agents: AgentLookup,
 ): void {
-  const db = () => sdb(ctx.store.db);
+  const db = () => sdb(deps.store.db);
   /** Seals within a write whose key is checked against the database's key first. */
-  const claim = (tx: Tx, keyId: string) => claimKeyForWrite(tx, ctx.store.dialect, ctx.clock, mk, keyId);
+  const claim = (tx: Tx, keyId: string) => claimKeyForWrite(tx, deps.store.dialect, deps.clock, mk, keyId);
   const nameOf = (req: FastifyRequest) => (req.params as { name: string }).name;
   const domainOf = async (req: FastifyRequest): Promise<string> => {
     requireOperator(req.principal);
     const domainId = (req.query as SecretDomainQuery).domain_id;
-    await requireDomain(ctx.store.db, req.principal, domainId);
+    await requireDomain(deps.store.db, req.principal, domainId);
     return domainId;
   };
 
@@ -123,7 +136,7 @@ function registerSecretRoutes(
       const limit = q.limit ?? 100;
       const after = decodeCursor(q.cursor);
       const p = req.principal;
-      if (q.domain_id !== undefined) await requireDomain(ctx.store.db, p, q.domain_id);
+      if (q.domain_id !== undefined) await requireDomain(deps.store.db, p, q.domain_id);
       if (p.domains !== null && p.domains.length === 0) return { items: [], next_cursor: null };
       let query = db()
         .selectFrom('secrets')
@@ -171,7 +184,7 @@ function registerSecretRoutes(
         );
       }
       const { row, created } = await usableKeyring(mk).withCurrent((sealer) =>
-        ctx.write(async (tx) => {
+        deps.write(async (tx) => {
           await claim(tx, sealer.keyId);
           return putSecret(tx, sealer, {
             domainId,
@@ -191,7 +204,7 @@ function registerSecretRoutes(
     { config: { scope: 'admin' }, schema: { params: NameParam, querystring: SecretDomainQuery } },
     async (req, reply) => {
       const domainId = await domainOf(req);
-      await ctx.write((tx) => deleteSecret(tx, domainId, nameOf(req)));
+      await deps.write((tx) => deleteSecret(tx, domainId, nameOf(req)));
       return reply.code(204).send();
     },
   );
@@ -206,7 +219,7 @@ function registerSecretRoutes(
       const domainId = await domainOf(req);
       const keyring = usableKeyring(mk);
       const row = await keyring.withCurrent((sealer) =>
-        ctx.write(async (tx) => {
+        deps.write(async (tx) => {
           await claim(tx, sealer.keyId);
           return rollbackSecret(tx, sealer, keyring, {
             domainId,
@@ -230,14 +243,14 @@ function registerSecretRoutes(
       const domainId = await domainOf(req);
       const agentId = (req.body as SecretGrantCreate).agent_id;
       // Granting ahead of enrolment is allowed; granting to an agent of another domain is a mistake.
-      const agent = await agents(ctx.store.db, agentId);
+      const agent = await agents(deps.store.db, agentId);
       if (agent && agent.domain_id !== domainId) {
         throw new SvcError(
           'conflict',
           `agent ${agentId} is enrolled in domain ${agent.domain_id}, not ${domainId}: it can only be granted secrets of its own domain`,
         );
       }
-      const { grant, created } = await ctx.write((tx) =>
+      const { grant, created } = await deps.write((tx) =>
         grantSecret(tx, { domainId, name: nameOf(req), agentId, actor: actorOf(req.principal) }),
       );
       return reply.code(created ? 201 : 200).send(grant);
@@ -250,7 +263,7 @@ function registerSecretRoutes(
     async (req, reply) => {
       const domainId = await domainOf(req);
       const { agent_id: agentId } = req.params as { agent_id: string };
-      await ctx.write((tx) => revokeSecret(tx, { domainId, name: nameOf(req), agentId }));
+      await deps.write((tx) => revokeSecret(tx, { domainId, name: nameOf(req), agentId }));
       return reply.code(204).send();
     },
   );
@@ -269,9 +282,9 @@ function registerSecretRoutes(
       const nodeId = p.nodeId;
       const name = nameOf(req);
       const agentId = (req.body as SecretFetch).agent_id;
-      const agent = await agents(ctx.store.db, agentId);
+      const agent = await agents(deps.store.db, agentId);
       const enrolledHere = agent !== null && agent.node_id === nodeId;
-      const outcome = await ctx.write(async (tx) => {
+      const outcome = await deps.write(async (tx) => {
         const audit = (domainId: string | null, action: string, extra: Record<string, unknown>) =>
           tx.emit({
             type: 'matrix',
