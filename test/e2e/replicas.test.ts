@@ -9,9 +9,9 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { mgmtCall } from '../../src/cli/mgmt-client.js';
 import { haproxyInstalled } from '../support/haproxy.js';
+import { attachViewer } from '../support/node-channel.js';
 import { PG_BASE_URL } from '../support/pg.js';
 import { waitFor } from '../support/poll.js';
 import { isolatedEnv, type Proc, run, SVC_BIN, SVCD_BIN, spawnProc, stopAll } from '../support/procs.js';
@@ -54,34 +54,12 @@ async function holderIndex(): Promise<number | null> {
   }
 }
 
-interface Viewer {
-  ws: WebSocket;
-  out(): string;
-  frames: Record<string, unknown>[];
-  closed: Promise<number>;
-}
-
-function viewer(url: string, headers: Record<string, string> = {}): Promise<Viewer> {
-  const ws = new WebSocket(url, { headers });
-  let out = '';
-  const frames: Record<string, unknown>[] = [];
-  ws.on('message', (d, bin) => {
-    if (bin) out += d.toString();
-    else frames.push(JSON.parse(d.toString()) as Record<string, unknown>);
-  });
-  const closed = new Promise<number>((res) => ws.once('close', (code) => res(code)));
-  return new Promise((resolve, reject) => {
-    ws.once('open', () => resolve({ ws, out: () => out, frames, closed }));
-    ws.once('error', reject);
-  });
-}
-
 const attachUrl = (base: string, q: Record<string, string>) =>
   `${base.replace(/^http/, 'ws')}/api/attach-ws?${new URLSearchParams(q)}`;
 
 /** Opens a terminal on the agent through `base` and checks that typed text comes back. */
 async function attachAndEcho(base: string, text: string, q: Record<string, string> = {}) {
-  const v = await viewer(
+  const v = await attachViewer(
     attachUrl(base, { node: nodeId, agent: agentId, cols: '80', rows: '24', ...q }),
     q.token ? { origin: base } : { authorization: `Bearer ${r.admin}` },
   );

@@ -2,12 +2,11 @@
 // again before Retry-After has passed (spread over up to half again, so a fleet refused at once
 // comes back spread out), and the refusal is what status reports.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
+import { openNodeChannel } from '../../../test/support/node-channel.js';
 import { waitFor } from '../../../test/support/poll.js';
 import { startTestTower, type TestTower } from '../../../test/support/tower.js';
 import { FakeClock } from '../../lib/clock.js';
 import { silentLogger } from '../../lib/log.js';
-import { CONTROL_PATH } from '../../protocol/control.js';
 import { createControlChannel, reconnectDelay } from './control.js';
 
 /** What the tower's channel limit answers with (src/tower/nodes/control-hub.ts). */
@@ -27,18 +26,7 @@ describe('svcd control channel against a tower at its channel limit', () => {
   const register = async (name: string) =>
     (await t.call('POST', '/nodes', { hostname: name })).body as { id: string; jwt: string };
 
-  async function connect(jwt: string): Promise<WebSocket> {
-    const ws = new WebSocket(`${base.replace('http', 'ws')}${CONTROL_PATH}`, {
-      headers: { authorization: `Bearer ${jwt}` },
-    });
-    await new Promise((res, rej) => {
-      ws.once('open', res);
-      ws.once('error', rej);
-    });
-    ws.send(JSON.stringify({ type: 'hello', version: 'test', attach_secret: 'c'.repeat(64) }));
-    await new Promise((res) => ws.once('message', res));
-    return ws;
-  }
+  const connect = (jwt: string) => openNodeChannel(base, jwt);
 
   it('makes svcd wait out Retry-After before it dials again', async () => {
     const a = await register('limit-svcd-a');

@@ -4,12 +4,13 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { openNodeChannel } from '../../../test/support/node-channel.js';
 import { waitFor } from '../../../test/support/poll.js';
 import { startTestTower, type TestTower } from '../../../test/support/tower.js';
 import { CONTROL_PATH } from '../../protocol/control.js';
 import { CHANNELS_FULL_RETRY_AFTER_S } from './control-hub.js';
 
-const SECRET = 'b'.repeat(64);
+const _SECRET = 'b'.repeat(64);
 
 describe('node channel limit and listen backlog', () => {
   let t: TestTower;
@@ -26,18 +27,7 @@ describe('node channel limit and listen backlog', () => {
     (await t.call('POST', '/nodes', { hostname: name })).body as { id: string; jwt: string };
 
   /** Opens a channel and says hello; resolves with the socket once welcomed. */
-  async function connect(jwt: string): Promise<WebSocket> {
-    const ws = new WebSocket(`${base.replace('http', 'ws')}${CONTROL_PATH}`, {
-      headers: { authorization: `Bearer ${jwt}` },
-    });
-    await new Promise((res, rej) => {
-      ws.once('open', res);
-      ws.once('error', rej);
-    });
-    ws.send(JSON.stringify({ type: 'hello', version: 'test', attach_secret: SECRET }));
-    await new Promise((res) => ws.once('message', res));
-    return ws;
-  }
+  const connect = (jwt: string) => openNodeChannel(base, jwt);
 
   /** What a refused connect answers: status, Retry-After and the problem's code. */
   async function refusal(jwt: string) {
