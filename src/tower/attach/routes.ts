@@ -388,8 +388,8 @@ export const attachRoutes = fp(
             (owner) =>
               owner
                 ? forwardSocket(owner, req, req.url, socket, { authorization: credentialHeader(req) })
-                : socket.close(1008, 'no such attach stream for this node'),
-            () => socket.close(1011, 'cannot look up the attach stream'),
+                : closeResumed(socket, 1008, 'no such attach stream for this node'),
+            () => closeResumed(socket, 1011, 'cannot look up the attach stream'),
           );
           return;
         }
@@ -404,6 +404,12 @@ export const attachRoutes = fp(
   },
   { name: 'svc-attach' },
 );
+
+/** Closes a paused socket: reading again, so the peer's close frame ends the handshake at once. */
+function closeResumed(ws: WebSocket, code: number, reason: string): void {
+  ws.resume();
+  ws.close(code, reason);
+}
 
 /** What a viewer is told when the replica it is handed to cannot be reached. */
 const HOP_REFUSAL = {

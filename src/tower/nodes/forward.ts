@@ -109,6 +109,8 @@ export function forwardSocket(
       };
       client.send(JSON.stringify(f));
     }
+    // The client was paused for the hop: read again, or its close frame is never seen.
+    client.resume();
     client.close(1011, 'the replica holding this stream cannot be reached');
     upstream.terminate();
   };
