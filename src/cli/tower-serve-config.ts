@@ -12,6 +12,19 @@ export function serveOptions(cmd: Command): Command {
   return logOptions(
     cmd
       .option('--listen <host:port>', 'address to listen on', '127.0.0.1:8008')
+      .option(
+        '--listen-backlog <n>',
+        'connections the kernel queues before the tower accepts them (capped by net.core.somaxconn; default: that cap, else 4096)',
+      )
+      .option(
+        '--advertise-url <url>',
+        'the URL other replicas reach this one at (default: the --listen address)',
+      )
+      .option(
+        '--max-node-channels <n>',
+        'node control channels this replica holds at most; past it a connect gets 503 with Retry-After (0 = no limit)',
+        '0',
+      )
       .option('--database <url>', 'postgres://user@host:5432/db[?schema=NAME] (default: embedded SQLite)')
       .option('--data-dir <dir>', 'tower data directory (default: $SVC_HOME/tower)')
       .option('--tls-cert <file>', 'PEM certificate: serve HTTPS')

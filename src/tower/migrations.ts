@@ -16,6 +16,7 @@ import {
   meshPartialIndexesMigration,
   meshTaskMissionsMigration,
 } from './mesh/migrations.js';
+import { nodePresenceMigration } from './nodes/migrations.js';
 import { missionAgentPolicyMigration } from './records/migrations.js';
 import { secretsMigration } from './secrets/migrations.js';
 import { type Migration, STORE_MIGRATIONS } from './store/migrations.js';
@@ -34,4 +35,5 @@ export const MIGRATIONS: Migration[] = [
   feedEventPrunedMigration,
   missionAgentPolicyMigration,
   approvalToolCallsMigration,
+  nodePresenceMigration,
 ];

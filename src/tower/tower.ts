@@ -34,6 +34,7 @@ import { meshRoutes } from './mesh/routes.js';
 import { createMeshService, type MeshService } from './mesh/service.js';
 import { MIGRATIONS } from './migrations.js';
 import { ControlHub, controlRoutes } from './nodes/control-hub.js';
+import { Presence } from './nodes/presence.js';
 import { nodeRequestRoutes } from './nodes/routes.js';
 import { createTaskRelay } from './nodes/task-relay.js';
 import { recordRoutes } from './records/routes.js';
@@ -84,7 +85,25 @@ export interface TowerOptions {
   schemaPackFile?: string;
   /** PostgreSQL: the feed sequencer's pause between busy passes, ms (SVC_SEQ_GAP_MS). */
   sequencerGapMs?: number;
+  /**
+   * Listen queue of the HTTP socket (connections the kernel holds before the tower accepts
+   * them); the kernel caps it at net.core.somaxconn. Default LISTEN_BACKLOG.
+   */
+  listenBacklog?: number;
+  /** Node control channels this replica holds at most; past it connects get 503 (0: no limit). */
+  maxNodeChannels?: number;
+  /**
+   * The base URL other replicas reach this one at (the hop for nodes, attach streams and
+   * tickets held here: nodes/forward.ts). Default: the URL it listens on.
+   */
+  advertiseUrl?: string;
 }
+
+/**
+ * Node's own default is 511: a fleet reconnecting at once overflows it and the kernel drops
+ * connection requests, which the clients see as seconds of SYN retransmits (docs/configuration.md, Many nodes).
+ */
+export const LISTEN_BACKLOG = 4096;
 
 export interface Tower {
   app: FastifyInstance;
@@ -96,6 +115,8 @@ export interface Tower {
   auth: Authenticator;
   /** Node control channels connected to this replica. */
   nodes: ControlHub;
+  /** Which replica holds each node's channel, shared in the store. */
+  presence: Presence;
   /**
    * Fires when events written on this replica became readable: at commit on SQLite, once
    * the sequencer moved the watermark of `feed_events` past them on PostgreSQL.
@@ -162,6 +183,16 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     });
     const shutdown = new AbortController();
     const nodes = new ControlHub(clock);
+    // Which replica holds each node's channel, shared in the store (nodes/presence.ts).
+    const presence = new Presence({ db: store.db, write, clock, log });
+    nodes.onPresence((nodeId, online) => {
+      void (online ? presence.held(nodeId) : presence.released(nodeId));
+    });
+    const nodesOnline = async (ids: string[]) => {
+      const here = ids.filter((id) => nodes.isOnline(id));
+      const there = await presence.online(ids.filter((id) => !nodes.isOnline(id)));
+      return new Set([...here, ...there]);
+    };
     const credentials = new CredentialWatch({ auth, clock, log });
     const rateLimiter = new RateLimiter(opts.rateLimit ?? DEFAULT_RATE_LIMIT);
     // Failed authentications per client address, refused (429) before any lookup once spent.
@@ -247,8 +278,15 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       mesh,
       ...(opts.schemaPackFile !== undefined ? { schemaPackFile: opts.schemaPackFile } : {}),
     });
-    await app.register(controlRoutes, { hub: nodes, clock, log, write, credentials });
-    await app.register(nodeRequestRoutes, { hub: nodes, store, agents });
+    await app.register(controlRoutes, {
+      hub: nodes,
+      clock,
+      log,
+      write,
+      credentials,
+      ...(opts.maxNodeChannels ? { maxChannels: opts.maxNodeChannels } : {}),
+    });
+    await app.register(nodeRequestRoutes, { hub: nodes, store, agents, presence });
     await app.register(attachRoutes, {
       ...streams,
       ...(opts.attachOrigins ? { allowedOrigins: opts.attachOrigins } : {}),
@@ -256,9 +294,10 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       store,
       auth,
       nodes,
+      presence,
       authFailures,
     });
-    await app.register(authRoutes, { store, write, auth, keys, presence: (id) => nodes.isOnline(id) });
+    await app.register(authRoutes, { store, write, auth, keys, presence: nodesOnline });
     await app.register(recordRoutes, { store, write });
     await app.register(secretRoutes, {
       clock,
@@ -289,20 +328,24 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       log,
       auth,
       nodes,
+      presence,
       eventsCommitted,
       mesh,
       async listen(host, port) {
-        await app.listen({ host, port });
+        await app.listen({ host, port, backlog: opts.listenBacklog ?? LISTEN_BACKLOG });
         const addr = app.server.address();
         const actualPort = typeof addr === 'object' && addr ? addr.port : port;
         const h = host.includes(':') ? `[${host}]` : host;
-        return `${opts.tls ? 'https' : 'http'}://${h}:${actualPort}`;
+        const url = `${opts.tls ? 'https' : 'http'}://${h}:${actualPort}`;
+        await presence.start(opts.advertiseUrl ?? url);
+        return url;
       },
       stop() {
         stopping ??= (async () => {
           shutdown.abort();
           credentials.stop();
           nodes.closeAll();
+          await presence.stop();
           await stopFeed();
           for (const sock of upgraded) sock.destroy();
           await app.close();

@@ -16,6 +16,7 @@ import WebSocket from 'ws';
 import { closeCodeOf, NODE_ATTACH_PREFIX } from '../../src/protocol/attach.js';
 import { checkAttachOpen } from '../../src/protocol/attach-signature.js';
 import { type AttachOpen, CONTROL_PATH } from '../../src/protocol/control.js';
+import { attachViewer } from '../support/node-channel.js';
 import { type NodeStack, startNodeStack } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
 import { type Proc, run, SVC_BIN, SVCD_BIN, type TowerProc } from '../support/procs.js';
@@ -167,28 +168,6 @@ describe('svc attach to a local agent (svcd.sock)', () => {
   });
 });
 
-interface WsViewer {
-  ws: WebSocket;
-  out(): string;
-  frames: Record<string, unknown>[];
-  closed: Promise<number>;
-}
-
-function wsViewer(url: string, headers: Record<string, string> = {}): Promise<WsViewer> {
-  const ws = new WebSocket(url, { headers });
-  let out = '';
-  const frames: Record<string, unknown>[] = [];
-  ws.on('message', (d, bin) => {
-    if (bin) out += d.toString();
-    else frames.push(JSON.parse(d.toString()) as Record<string, unknown>);
-  });
-  const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
-  return new Promise((resolve, reject) => {
-    ws.once('open', () => resolve({ ws, out: () => out, frames, closed }));
-    ws.once('error', reject);
-  });
-}
-
 /** The events in an SSE capture (its data: lines). */
 function feedEvents(text: string): Record<string, unknown>[] {
   return text
@@ -228,7 +207,7 @@ describe('svc attach through the tower', () => {
     expect(t.status).toBe(201);
     expect(t.json).toMatchObject({ node: nodeId, agent: agentId, read_only: false });
     // As a browser page would open it: the ticket in ?token= (?ticket= is the same).
-    const v = await wsViewer(wsUrl({ token: t.json.ticket as string, cols: '80', rows: '24' }), {
+    const v = await attachViewer(wsUrl({ token: t.json.ticket as string, cols: '80', rows: '24' }), {
       origin: tower.url,
     });
     await waitFor('the screen snapshot', () => v.out().includes('echo: hello via tower'));
@@ -241,13 +220,13 @@ describe('svc attach through the tower', () => {
     await v.closed;
 
     // Used once: the same ticket again is refused.
-    const again = await wsViewer(wsUrl({ ticket: t.json.ticket as string }), { origin: tower.url });
+    const again = await attachViewer(wsUrl({ ticket: t.json.ticket as string }), { origin: tower.url });
     expect(await again.closed).toBe(4401);
     expect(again.frames).toMatchObject([{ type: 'error', code: 'unauthenticated' }]);
 
     // Another site's page may not use a ticket.
     const t2 = await ticket({ node: nodeId, agent: agentId });
-    const foreign = await wsViewer(wsUrl({ ticket: t2.json.ticket as string }), {
+    const foreign = await attachViewer(wsUrl({ ticket: t2.json.ticket as string }), {
       origin: 'https://evil.example',
     });
     expect(await foreign.closed).toBe(4403);
@@ -256,7 +235,7 @@ describe('svc attach through the tower', () => {
 
   it('shows a viewer that comes back what it missed, even a screen bigger than one frame', async () => {
     const auth = { authorization: `Bearer ${adminToken}` };
-    const a = await wsViewer(wsUrl({ node: nodeId, agent: agentId, cols: '100', rows: '30' }), auth);
+    const a = await attachViewer(wsUrl({ node: nodeId, agent: agentId, cols: '100', rows: '30' }), auth);
     a.ws.send(Buffer.from('before the refresh\r'));
     await waitFor('the echo', () => a.out().includes('echo: before the refresh'));
     // The page reloads while the agent prints far more than one WebSocket frame's worth
@@ -265,7 +244,7 @@ describe('svc attach through the tower', () => {
     a.ws.send(Buffer.from(`${seq(1, 550)}${seq(551, 900)}while away\r`));
     a.ws.close();
     await a.closed;
-    const b = await wsViewer(wsUrl({ node: nodeId, agent: agentId, cols: '100', rows: '30' }), auth);
+    const b = await attachViewer(wsUrl({ node: nodeId, agent: agentId, cols: '100', rows: '30' }), auth);
     await waitFor('what happened while away', () => b.out().includes('echo: while away'));
     expect(b.out()).toContain('echo: before the refresh');
     expect(b.out()).toContain(`0001-${'x'.repeat(90)}`);
@@ -295,7 +274,7 @@ describe('svc attach through the tower', () => {
           ]),
         ) as { token: string }
       ).token;
-      const v = await wsViewer(wsUrl({ node: nodeId, agent: agentId, read_only: '1' }), {
+      const v = await attachViewer(wsUrl({ node: nodeId, agent: agentId, read_only: '1' }), {
         authorization: `Bearer ${tok}`,
       });
       await waitFor('the snapshot', () => v.out().length > 0);
@@ -342,7 +321,7 @@ describe('svc attach through the tower', () => {
       fc.integer().map(String),
     );
     for (const [cols, rows] of fc.sample(fc.tuple(sizes, sizes), 5)) {
-      const v = await wsViewer(wsUrl({ node: nodeId, agent: agentId, cols, rows }), auth);
+      const v = await attachViewer(wsUrl({ node: nodeId, agent: agentId, cols, rows }), auth);
       await waitFor('the snapshot', () => v.out().length > 0);
       for (const f of fc.sample(frame, 60)) v.ws.send(f);
       // No control bytes: a stray ^C or ^D would end the agent, which is not what this tests.
@@ -353,7 +332,7 @@ describe('svc attach through the tower', () => {
       await v.closed;
     }
     expect((await fetch(`${tower.url}/healthz`)).status).toBe(200);
-    const after = await wsViewer(wsUrl({ node: nodeId, agent: agentId, cols: '100', rows: '30' }), auth);
+    const after = await attachViewer(wsUrl({ node: nodeId, agent: agentId, cols: '100', rows: '30' }), auth);
     after.ws.send(Buffer.from('\x15still answering\r'));
     await waitFor('the agent through the tower', () => after.out().includes('echo: still answering'));
     after.ws.close();
@@ -402,7 +381,7 @@ describe('svc attach through the tower', () => {
       await new Promise((r) => control.once('open', r));
       control.send(JSON.stringify({ type: 'hello', version: 'test', attach_secret: 'a'.repeat(64) }));
       await welcomed;
-      const v = await wsViewer(wsUrl({ node: other.node_id, agent: 'anything' }), {
+      const v = await attachViewer(wsUrl({ node: other.node_id, agent: 'anything' }), {
         authorization: `Bearer ${adminToken}`,
       });
       expect(await v.closed).toBe(4403);
@@ -429,7 +408,7 @@ describe('svc attach through the tower', () => {
         ]),
       ) as { token: string }
     ).token;
-    const v = await wsViewer(wsUrl({ node: nodeId, agent: agentId }), { authorization: `Bearer ${tok}` });
+    const v = await attachViewer(wsUrl({ node: nodeId, agent: agentId }), { authorization: `Bearer ${tok}` });
     expect(await v.closed).toBe(4403);
     expect(v.frames).toMatchObject([{ type: 'error', code: 'not_authorized' }]);
     expect((await ticket({ node: nodeId, agent: agentId }, tok)).json).toMatchObject({
@@ -438,7 +417,7 @@ describe('svc attach through the tower', () => {
   });
 
   it('ends an open session when svcd restarts, attaches again at once, and says when the node is offline', async () => {
-    const v = await wsViewer(wsUrl({ node: nodeId, agent: agentId }), {
+    const v = await attachViewer(wsUrl({ node: nodeId, agent: agentId }), {
       authorization: `Bearer ${adminToken}`,
     });
     await waitFor('the snapshot', () => v.out().length > 0);
@@ -447,7 +426,7 @@ describe('svc attach through the tower', () => {
     await v.closed;
     expect(v.frames.map((f) => f.type)).toEqual([expect.stringMatching(/^(error|exit)$/)]);
 
-    const off = await wsViewer(wsUrl({ node: nodeId, agent: agentId }), {
+    const off = await attachViewer(wsUrl({ node: nodeId, agent: agentId }), {
       authorization: `Bearer ${adminToken}`,
     });
     expect(await off.closed).toBe(4503);
@@ -457,7 +436,7 @@ describe('svc attach through the tower', () => {
     await agentRunning();
     // A new attach secret was registered; no operator action is needed.
     const next = await waitFor('an attach after the restart', async () => {
-      const n = await wsViewer(wsUrl({ node: nodeId, agent: agentId }), {
+      const n = await attachViewer(wsUrl({ node: nodeId, agent: agentId }), {
         authorization: `Bearer ${adminToken}`,
       });
       const first = await Promise.race([

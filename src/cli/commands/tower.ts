@@ -45,6 +45,47 @@ export function parseSequencerGap(text: string): number {
   return n;
 }
 
+/** --advertise-url: an http(s) base URL, kept without a trailing slash. */
+export function parseAdvertiseUrl(text: string, label: string): string {
+  let u: URL | null = null;
+  try {
+    u = new URL(text);
+  } catch {
+    // reported below
+  }
+  if (!u || !/^https?:$/.test(u.protocol) || (u.pathname !== '/' && u.pathname !== '') || u.search) {
+    throw new UsageError(`invalid ${label} "${text}": expected a base URL such as http://10.0.0.5:8008`);
+  }
+  return `${u.protocol}//${u.host}`;
+}
+
+/** A count option: a non-negative integer (`zero`: 0 allowed). */
+export function parseCount(text: string, label: string, zero: boolean): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || (!zero && n < 1)) {
+    throw new UsageError(
+      `invalid ${label} "${text}": expected a ${zero ? 'non-negative' : 'positive'} integer`,
+    );
+  }
+  return n;
+}
+
+/**
+ * The listen backlog when none is given: what the kernel grants (net.core.somaxconn, read at
+ * the edge), else the tower's default.
+ */
+export function defaultListenBacklog(
+  read: (file: string) => string = (f) => readFileSync(f, 'utf8'),
+): number {
+  try {
+    const n = Number(read('/proc/sys/net/core/somaxconn').trim());
+    if (Number.isInteger(n) && n > 0) return n;
+  } catch {
+    // not Linux, or /proc not mounted
+  }
+  return 4096;
+}
+
 /** "600" (per minute), "600/1m", "100/10s", or "0" to disable. */
 export function parseRateLimit(text: string, label = '--rate-limit'): { limit: number; windowMs: number } {
   const m = /^(\d+)(?:\/(.+))?$/.exec(text.trim());
@@ -78,6 +119,9 @@ export function towerUnit(o: {
 
 interface ServeFlags extends LogFlags {
   listen: string;
+  listenBacklog?: string;
+  maxNodeChannels: string;
+  advertiseUrl?: string;
   database?: string;
   dataDir?: string;
   tlsCert?: string;
@@ -129,6 +173,15 @@ export function registerTower(program: Command, deps: CommandDeps): void {
       statementTimeoutMs: durationFlag(label('--store-statement-timeout'), flags.storeStatementTimeout, true),
     };
     const busyTimeoutMs = durationFlag(label('--store-busy-timeout'), flags.storeBusyTimeout, true);
+    const listenBacklog =
+      flags.listenBacklog === undefined
+        ? defaultListenBacklog()
+        : parseCount(flags.listenBacklog, label('--listen-backlog'), false);
+    const maxNodeChannels = parseCount(flags.maxNodeChannels, label('--max-node-channels'), true);
+    const advertiseUrl =
+      flags.advertiseUrl === undefined
+        ? undefined
+        : parseAdvertiseUrl(flags.advertiseUrl, label('--advertise-url'));
     if (Boolean(flags.tlsCert) !== Boolean(flags.tlsKey)) {
       throw new UsageError('--tls-cert and --tls-key go together');
     }
@@ -174,6 +227,9 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         requestDeadlineMs,
         storeTimeouts,
         busyTimeoutMs,
+        listenBacklog,
+        maxNodeChannels,
+        ...(advertiseUrl ? { advertiseUrl } : {}),
         ...(env.SVC_MESH_IN_FLIGHT ? { meshInFlight: parseMeshInFlight(env.SVC_MESH_IN_FLIGHT) } : {}),
         ...(env.SVC_SCHEMA_PACK_FILE ? { schemaPackFile: env.SVC_SCHEMA_PACK_FILE } : {}),
         ...(env.SVC_SEQ_GAP_MS ? { sequencerGapMs: parseSequencerGap(env.SVC_SEQ_GAP_MS) } : {}),

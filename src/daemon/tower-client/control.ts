@@ -2,8 +2,10 @@
 // WebSocket to the tower with the node JWT, kept open for the daemon's life. Each connection
 // starts with hello (a fresh attach secret per svcd start, the running agents); the tower's
 // messages (task_ready, task_cancelled, attach.open) go to whoever subscribed with on().
-// Reconnects with backoff (1 s doubling to 30 s, jittered); both sides ping, and a channel
-// silent for DEAD_AFTER_MS is dropped and reopened. The WebSocket is `ws`: Node's built-in
+// Reconnects with backoff (1 s doubling to 30 s, jittered; a tower shedding load with 503 and
+// Retry-After is left alone that long, jittered up to half again, so a fleet refused at once
+// does not come back at once); both sides ping, and a channel silent for DEAD_AFTER_MS is
+// dropped and reopened. The WebSocket is `ws`: Node's built-in
 // WebSocket (undici) can send the Authorization header on Node 22 and 24, but it neither
 // exposes pings and pongs (the liveness check above) nor the status of a refused upgrade (401).
 
@@ -57,11 +59,27 @@ export interface ControlDeps {
   random?: () => number;
 }
 
+/**
+ * The wait before the next connect: the backoff's, or when the tower answered 503 with
+ * Retry-After, at least that, spread over 1 to 1.5 times it.
+ */
+export function reconnectDelay(backoffMs: number, retryAfterS: number | null, random: () => number): number {
+  if (retryAfterS === null || !(retryAfterS > 0)) return backoffMs;
+  return Math.max(backoffMs, Math.round(retryAfterS * 1000 * (1 + random() / 2)));
+}
+
+/** Retry-After in seconds (RFC 9110: delay-seconds; an HTTP date is not sent by the tower). */
+function retryAfterOf(header: string | string[] | undefined): number | null {
+  const v = Array.isArray(header) ? header[0] : header;
+  return v !== undefined && /^\d+$/.test(v.trim()) ? Number(v) : null;
+}
+
 export function createControlChannel(deps: ControlDeps): ControlChannel {
   const log = deps.log.child({ component: 'control' });
   const attachSecret = randomBytes(32).toString('hex');
   const listeners = new Map<string, Set<(msg: never) => void>>();
-  const backoff = new Backoff({ ...(deps.random ? { random: deps.random } : {}) });
+  const random = deps.random ?? Math.random;
+  const backoff = new Backoff({ random });
   const url = `${deps.backendUrl.replace(/^http/, 'ws').replace(/\/$/, '')}${CONTROL_PATH}`;
   let socket: WebSocket | null = null;
   let welcomed = false;
@@ -94,9 +112,9 @@ export function createControlChannel(deps: ControlDeps): ControlChannel {
     }
   }
 
-  function scheduleReconnect() {
+  function scheduleReconnect(retryAfterS: number | null) {
     if (stopped || retry) return;
-    const wait = backoff.next();
+    const wait = reconnectDelay(backoff.next(), retryAfterS, random);
     log.info({ in_ms: wait, error: lastError }, 'control channel down; reconnecting');
     retry = deps.clock.setTimeout(() => {
       retry = null;
@@ -126,6 +144,7 @@ export function createControlChannel(deps: ControlDeps): ControlChannel {
     socket = ws;
     welcomed = false;
     let refused = false;
+    let retryAfterS: number | null = null;
     const seen = () => {
       lastSeen = deps.clock.now();
     };
@@ -143,12 +162,16 @@ export function createControlChannel(deps: ControlDeps): ControlChannel {
     });
     ws.on('ping', seen);
     ws.on('pong', seen);
-    ws.on('unexpected-response', (_req, { statusCode }) => {
+    ws.on('unexpected-response', (_req, res) => {
+      const { statusCode } = res;
       refused = true;
+      if (statusCode === 503) retryAfterS = retryAfterOf(res.headers['retry-after']);
       lastError =
         statusCode === 401
           ? 'the tower refused the node credential (401): re-register with "svc agent node register --force"'
-          : `HTTP ${statusCode}`;
+          : statusCode === 503 && retryAfterS !== null
+            ? `the tower is shedding load (503): retrying after ${retryAfterS} s or more`
+            : `HTTP ${statusCode}`;
       ws.terminate();
     });
     ws.on('message', (data, isBinary) => {
@@ -190,7 +213,7 @@ export function createControlChannel(deps: ControlDeps): ControlChannel {
       welcomed = false;
       connectedSince = null;
       if (code === 1008 && reason.length > 0) lastError = reason.toString();
-      scheduleReconnect();
+      scheduleReconnect(retryAfterS);
     });
   }
 

@@ -2,8 +2,10 @@
 // ticket from POST /api/attach-tickets for browsers, with Origin checked); the tower
 // authorizes, sends a signed attach.open on the node's control channel and waits for the node
 // to dial back GET /nodes/attach/{stream_id}; then it pipes the two sockets (pipe.ts). Every
-// refusal reaches the viewer as an error frame with a stable code. Streams are per replica,
-// like control channels: the viewer must reach the replica its node is connected to.
+// refusal reaches the viewer as an error frame with a stable code. Behind a load balancer the
+// viewer, the ticket, the node's channel and its dial-back may each reach a different replica:
+// a viewer whose node another replica holds is handed to that replica, and a ticket or a
+// dial-back is handed to the replica whose id it carries (nodes/forward.ts).
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -35,6 +37,8 @@ import {
   credentialHeader,
 } from '../http/auth-hook.js';
 import type { ControlHub } from '../nodes/control-hub.js';
+import { forwarded, forwardSocket, ownerOf } from '../nodes/forward.js';
+import type { Holder, Presence } from '../nodes/presence.js';
 import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
 import type { Store } from '../store/open.js';
 import { pipeSockets } from './pipe.js';
@@ -74,6 +78,8 @@ export interface AttachDeps extends AttachOptions, AddressLimitDeps {
   nodes: ControlHub;
   /** Aborted when the tower begins shutting down: open streams end on it. */
   shutdown: AbortSignal;
+  /** Where nodes' channels and other replicas are (several replicas); none: this one only. */
+  presence?: Presence;
 }
 
 export const attachRoutes = fp(
@@ -84,6 +90,16 @@ export const attachRoutes = fp(
     const pending = new Map<string, PendingStream>();
     const watch = deps.credentials;
     const hash = (t: string) => createHash('sha256').update(t).digest('hex');
+    const { presence } = deps;
+    // Tickets and stream ids name the replica that holds them, so any replica can hand them on.
+    const owned = (prefix: string) =>
+      `${prefix}_${presence ? `${presence.replicaId}_` : ''}${randomBytes(presence ? 24 : 32).toString('base64url')}`;
+    /** The live replica, other than this one, that owns `id` (a ticket or stream id), or null. */
+    const ownerElsewhere = async (id: string): Promise<Holder | null> => {
+      const owner = ownerOf(id);
+      if (!presence || owner === null || owner === presence.replicaId) return null;
+      return presence.replica(owner);
+    };
 
     /** May this principal attach to the agent on the node? Throws the refusal. */
     async function authorize(p: Principal, node: string, agent: string, readOnly: boolean): Promise<void> {
@@ -130,7 +146,7 @@ export const attachRoutes = fp(
         for (const [k, t] of tickets) if (t.expiresAt <= now) tickets.delete(k);
         if (tickets.size >= MAX_TICKETS)
           throw new SvcError('rate_limited', 'too many open attach tickets; retry soon', { retryAfter: 60 });
-        const ticket = `sat_${randomBytes(32).toString('base64url')}`;
+        const ticket = owned('sat');
         const expiresAt = now + TICKET_TTL_MS;
         tickets.set(hash(ticket), {
           header: req.headers.authorization ?? '',
@@ -185,6 +201,12 @@ export const attachRoutes = fp(
       const ticketText = q.get('ticket') ?? q.get('token');
       if (ticketText) {
         const key = hash(ticketText);
+        const issuer = tickets.has(key) || forwarded(req) ? null : await ownerElsewhere(ticketText);
+        if (issuer) {
+          // Issued by another replica: it holds the ticket, and takes the viewer from here.
+          forwardSocket(issuer, req, req.url, viewer, { authorization: '', refusal: HOP_REFUSAL });
+          return;
+        }
         const t = tickets.get(key);
         tickets.delete(key); // single use, even when refused below
         if (!t || t.expiresAt <= deps.clock.now()) {
@@ -207,6 +229,18 @@ export const attachRoutes = fp(
         throw new SvcError('bad_request', 'node and agent ids are at most 200 characters');
       const principal = await deps.auth.fromHeader(header || undefined);
       await authorize(principal, node, agent, readOnly);
+      const holder =
+        deps.nodes.isOnline(node) || !presence || forwarded(req) ? null : await presence.holder(node);
+      if (holder && holder.replicaId !== presence?.replicaId) {
+        // The node's channel is on another replica: the stream is made there.
+        const q = new URLSearchParams({ node, agent, cols: String(size.cols), rows: String(size.rows) });
+        if (readOnly) q.set('read_only', '1');
+        forwardSocket(holder, req, `${ATTACH_WS_PATH}?${q}`, viewer, {
+          authorization: header,
+          refusal: HOP_REFUSAL,
+        });
+        return;
+      }
       if (!deps.nodes.isOnline(node)) {
         throw new SvcError(
           'node_offline',
@@ -216,7 +250,7 @@ export const attachRoutes = fp(
       const secret = deps.nodes.attachSecret(node);
       if (!secret) throw new SvcError('node_offline', `node ${node} has not registered an attach secret yet`);
 
-      const streamId = `st_${randomBytes(16).toString('base64url')}`;
+      const streamId = owned('st');
       const fields = {
         stream_id: streamId,
         agent_id: agent,
@@ -347,6 +381,18 @@ export const attachRoutes = fp(
       (socket, req) => {
         const id = (req.params as { stream_id: string }).stream_id;
         const p = pending.get(id);
+        if (!p && !forwarded(req)) {
+          // The node's dial-back reached another replica than the one waiting for it.
+          socket.pause();
+          void ownerElsewhere(id).then(
+            (owner) =>
+              owner
+                ? forwardSocket(owner, req, req.url, socket, { authorization: credentialHeader(req) })
+                : closeResumed(socket, 1008, 'no such attach stream for this node'),
+            () => closeResumed(socket, 1011, 'cannot look up the attach stream'),
+          );
+          return;
+        }
         if (!p || req.principal.nodeId !== p.nodeId) {
           socket.close(1008, 'no such attach stream for this node');
           return;
@@ -358,6 +404,18 @@ export const attachRoutes = fp(
   },
   { name: 'svc-attach' },
 );
+
+/** Closes a paused socket: reading again, so the peer's close frame ends the handshake at once. */
+function closeResumed(ws: WebSocket, code: number, reason: string): void {
+  ws.resume();
+  ws.close(code, reason);
+}
+
+/** What a viewer is told when the replica it is handed to cannot be reached. */
+const HOP_REFUSAL = {
+  code: 'node_offline' as const,
+  message: 'the replica holding this node or ticket cannot be reached; attach again',
+};
 
 function refuse(ws: WebSocket, code: ErrorCode, message: string): void {
   if (ws.readyState !== ws.OPEN) return;

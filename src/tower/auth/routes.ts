@@ -18,8 +18,11 @@ import { insertToken, listTokens, revokeToken } from './tokens.js';
 const IdParam = (name: string) =>
   Type.Object({ [name]: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
 
-/** Whether a node is online is decided by the control channel (a later area); default: no. */
-export type NodePresence = (nodeId: string) => boolean;
+/**
+ * Which of these nodes are online, on any replica (nodes/presence.ts); default: none. Decided
+ * by the nodes area, which this one does not import.
+ */
+export type NodePresence = (nodeIds: string[]) => Promise<Set<string>>;
 
 export function nodeFromRow(r: NodeRow, online: boolean): Node {
   return {
@@ -48,7 +51,7 @@ export interface AuthRoutesDeps {
 
 export const authRoutes = fp(
   async (app: FastifyInstance, deps: AuthRoutesDeps) => {
-    const presence = deps.presence ?? (() => false);
+    const presence: NodePresence = deps.presence ?? (async () => new Set());
     app.post(
       '/tokens',
       { config: { scope: 'admin' }, schema: { body: TokenCreateSchema } },
@@ -150,14 +153,19 @@ export const authRoutes = fp(
         });
         deps.auth.invalidate();
         const jwt = await deps.keys.signNode({ sub: row.id, hostname: row.hostname, jti });
-        return reply.code(created ? 201 : 200).send({ ...nodeFromRow(row, presence(row.id)), jwt });
+        const online = (await presence([row.id])).has(row.id);
+        return reply.code(created ? 201 : 200).send({ ...nodeFromRow(row, online), jwt });
       },
     );
 
     app.get('/nodes', { config: { scope: 'feed:read' } }, async (req) => {
       const rows = await deps.store.db.selectFrom('nodes').selectAll().orderBy('id').execute();
       return {
-        items: rows.filter((r) => visibleNode(req.principal, r)).map((r) => nodeFromRow(r, presence(r.id))),
+        items: await (async () => {
+          const visible = rows.filter((r) => visibleNode(req.principal, r));
+          const online = await presence(visible.map((r) => r.id));
+          return visible.map((r) => nodeFromRow(r, online.has(r.id)));
+        })(),
         next_cursor: null,
       };
     });
@@ -172,7 +180,7 @@ export const authRoutes = fp(
           .where('id', '=', id)
           .executeTakeFirst();
         if (!row || !visibleNode(req.principal, row)) throw new SvcError('not_found', `node ${id} not found`);
-        return nodeFromRow(row, presence(row.id));
+        return nodeFromRow(row, (await presence([row.id])).has(row.id));
       },
     );
   },

@@ -162,11 +162,21 @@ export interface ControlRoutesDeps {
   write: Write;
   /** Re-checks the credentials of open channels; ends them once revoked. */
   credentials: CredentialWatch;
+  /**
+   * Control channels (open sockets, greeted or not) this replica holds at most; past it a
+   * connect is answered 503 with Retry-After, so a reconnect storm is shed (the node retries
+   * later, or through the balancer on another replica) rather than taken. 0 or none: no limit.
+   */
+  maxChannels?: number;
 }
+
+/** Retry-After of a connect refused because this replica holds its limit of channels. */
+export const CHANNELS_FULL_RETRY_AFTER_S = 5;
 
 export const controlRoutes = fp(
   async (app: FastifyInstance, deps: ControlRoutesDeps) => {
     const { hub } = deps;
+    const maxChannels = deps.maxChannels ?? 0;
     const ajv = makeAjv(false);
     const decode = controlDecoder<NodeToTower>(NODE_TO_TOWER, (schema) => {
       const validate = ajv.compile(schema);
@@ -208,7 +218,23 @@ export const controlRoutes = fp(
       }
     };
 
-    app.get(CONTROL_PATH, { config: { scope: 'feed:read' }, websocket: true }, (socket: WebSocket, req) => {
+    let sockets = 0;
+    // Before the upgrade: a refused connect costs no WebSocket and no presence write.
+    const shed = async () => {
+      if (maxChannels > 0 && sockets >= maxChannels) {
+        throw new SvcError(
+          'unavailable',
+          `this replica holds its limit of ${maxChannels} node channels; retry in ${CHANNELS_FULL_RETRY_AFTER_S} s`,
+          { retryAfter: CHANNELS_FULL_RETRY_AFTER_S },
+        );
+      }
+    };
+    const route = { config: { scope: 'feed:read' as const }, websocket: true as const, preValidation: shed };
+    app.get(CONTROL_PATH, route, (socket: WebSocket, req) => {
+      sockets++;
+      socket.once('close', () => {
+        sockets--;
+      });
       const nodeId = req.principal.nodeId;
       if (!nodeId) {
         socket.close(1008, 'node credential required');

@@ -1,12 +1,14 @@
 // Operator views and actions that the tower forwards to a node over its control channel
 // (node.request → node.response, src/protocol/control.ts): the node's supervision and cron
 // state, and restart/pause/resume of a supervised agent. The tower decides who may ask; the
-// node decides what happens (its supervisor and cron answer exactly as on mgmt.sock).
+// node decides what happens (its supervisor and cron answer exactly as on mgmt.sock). A node
+// whose channel another replica holds is asked through that replica (nodes/forward.ts).
 
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Id, IdParam } from '../../protocol/common.js';
+import { NODE_REQUEST_TIMEOUT_MS } from '../../protocol/control.js';
 import { SvcError } from '../../protocol/errors.js';
 import { NodeAgentAction } from '../../protocol/nodes.js';
 import { canSeeDomain, type Principal } from '../auth/principal.js';
@@ -14,18 +16,33 @@ import { visibleNode } from '../auth/routes.js';
 import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
 import type { Store } from '../store/open.js';
 import type { ControlHub } from './control-hub.js';
+import { forwarded, forwardRequest } from './forward.js';
+import type { Presence } from './presence.js';
 
 /** What the node request routes use: the control channels, and the store to check nodes. */
 export interface NodeRequestDeps {
   hub: ControlHub;
   store: Store;
   agents?: AgentLookup;
+  /** Where other replicas' channels are (several replicas); none: this replica only. */
+  presence?: Presence;
 }
 
 export const nodeRequestRoutes = fp(
   async (app: FastifyInstance, deps: NodeRequestDeps) => {
     const { hub } = deps;
     const agents = deps.agents ?? agentsTableLookup;
+    /**
+     * Where the node's channel is, when not here: the replica to hand the request to, or null
+     * (here, or nowhere: hub.request then answers node_offline).
+     */
+    const elsewhere = async (req: FastifyRequest, nodeId: string) => {
+      const { presence } = deps;
+      if (hub.isOnline(nodeId) || !presence || forwarded(req)) return null;
+      const holder = await presence.holder(nodeId);
+      return holder && holder.replicaId !== presence.replicaId ? holder : null;
+    };
+    const hop = { timeoutMs: NODE_REQUEST_TIMEOUT_MS + 2000 };
     const loadNode = async (p: Principal, id: string) => {
       if (p.kind === 'node') throw new SvcError('forbidden', 'nodes cannot ask nodes: use an operator token');
       const row = await deps.store.db.selectFrom('nodes').selectAll().where('id', '=', id).executeTakeFirst();
@@ -36,8 +53,10 @@ export const nodeRequestRoutes = fp(
     app.get('/nodes/:node_id/status', {
       config: { scope: 'feed:read' },
       schema: { params: IdParam('node_id') },
-      handler: async (req) => {
+      handler: async (req, reply) => {
         const row = await loadNode(req.principal, (req.params as { node_id: string }).node_id);
+        const there = await elsewhere(req, row.id);
+        if (there) return forwardRequest(there, req, reply, { ...hop, what: `node ${row.id}` });
         const result = (await hub.request(row.id, 'node.status', {})) as Record<string, unknown>;
         return { node_id: row.id, hostname: row.hostname, ...result };
       },
@@ -49,7 +68,7 @@ export const nodeRequestRoutes = fp(
         params: Type.Object({ node_id: Id, agent_id: Id }, { additionalProperties: false }),
         body: NodeAgentAction,
       },
-      handler: async (req) => {
+      handler: async (req, reply) => {
         const params = req.params as { node_id: string; agent_id: string };
         const row = await loadNode(req.principal, params.node_id);
         // Same rule as attach: an enrolled agent must be on this node and in a visible domain;
@@ -59,6 +78,8 @@ export const nodeRequestRoutes = fp(
           throw new SvcError('agent_not_found', `agent ${params.agent_id} is not on node ${row.id}`);
         if (enrolled ? !canSeeDomain(req.principal, enrolled.domain_id) : req.principal.domains !== null)
           throw new SvcError('agent_not_found', `agent ${params.agent_id} not found`);
+        const there = await elsewhere(req, row.id);
+        if (there) return forwardRequest(there, req, reply, { ...hop, what: `node ${row.id}` });
         const { action } = req.body as NodeAgentAction;
         return hub.request(row.id, `agent.${action}`, { id: params.agent_id });
       },
