@@ -3,7 +3,7 @@
 // instance per process; start() and stop() are idempotent.
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
@@ -74,6 +74,8 @@ export interface TowerOptions {
   storeTimeouts?: StoreTimeouts;
   /** Every request is answered within this (ms), 503 if the store did not let it finish. */
   requestDeadlineMs?: number;
+  /** Told of every route as it is added (tests list the app's routes). */
+  onRoute?: (route: RouteOptions) => void;
   /** SQLite: how long a write waits for another process's lock (ms). */
   busyTimeoutMs?: number;
   /** PostgreSQL: mesh lease-holding statements of one kind under way at once (default 4). */
@@ -229,6 +231,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       health,
       readiness: createReadiness({ store, health, write, clock }),
       deadline: new RequestDeadline(clock, opts.requestDeadlineMs),
+      ...(opts.onRoute ? { onRoute: opts.onRoute } : {}),
       ...(opts.tls ? { https: opts.tls } : {}),
     });
     // Upgraded sockets (WebSockets, and upgrades refused with 401/403) are not tracked by the

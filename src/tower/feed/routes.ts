@@ -3,12 +3,11 @@
 import { setMaxListeners } from 'node:events';
 import type { Socket } from 'node:net';
 import websocket from '@fastify/websocket';
-import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { TOWER_MAX_FRAME_BYTES } from '../../protocol/attach.js';
 import { SvcError } from '../../protocol/errors.js';
-import { type EventType, EventTypeSchema, type FeedEvent } from '../../protocol/events.js';
+import { type EventType, type FeedEvent, NodeEventsBody, StreamQuery } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
 import type { TowerPlugin } from '../http/app.js';
@@ -20,38 +19,6 @@ import { FeedStats } from './stats.js';
 export const STREAM_BUFFER_LIMIT = 1024 * 1024;
 /** Replay waits for the consumer above this many unread bytes. */
 export const REPLAY_SOFT_LIMIT = 256 * 1024;
-
-const Ids = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100 });
-export const StreamQuery = Type.Object(
-  {
-    domain_id: Type.Optional(Ids),
-    mission_id: Type.Optional(Ids),
-    type: Type.Optional(Type.Array(EventTypeSchema, { maxItems: 4 })),
-    last_event_id: Type.Optional(Type.String({ maxLength: 30 })),
-    /** Browsers cannot set headers on EventSource/WebSocket (see http/auth-hook.ts). */
-    access_token: Type.Optional(Type.String({ maxLength: 4096 })),
-  },
-  { additionalProperties: false },
-);
-type StreamQuery = Static<typeof StreamQuery>;
-
-const NodeEvent = Type.Object(
-  {
-    key: Type.String({ minLength: 1, maxLength: 100 }),
-    type: Type.Union([Type.Literal('matrix'), Type.Literal('progress')]),
-    domain_id: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
-    mission_id: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
-    agent_id: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
-    status: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
-    payload: Type.Record(Type.String(), Type.Unknown()),
-  },
-  { additionalProperties: false },
-);
-export const NodeEventsBody = Type.Object(
-  { events: Type.Array(NodeEvent, { minItems: 1, maxItems: 500 }) },
-  { additionalProperties: false },
-);
-type NodeEventsBody = Static<typeof NodeEventsBody>;
 
 export interface FeedRouteOptions {
   hub: FeedHub;

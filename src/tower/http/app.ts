@@ -1,7 +1,8 @@
 // Builds the tower's Fastify app: validation, problem+json errors, auth and rate limits,
 // metrics, health routes, then one plugin per area. Route tests use app.inject().
-import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
 import Fastify, { LogController } from 'fastify';
+import { VERSION } from '../../lib/version.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { TowerContext } from '../context.js';
 import type { StoreHealth } from '../store/health.js';
@@ -9,6 +10,7 @@ import type { Readiness } from '../store/readiness.js';
 import { installAuth } from './auth-hook.js';
 import { RequestDeadline } from './deadline.js';
 import { createMetrics, installMetrics, type TowerMetrics } from './metrics.js';
+import { installOpenApi, openapiRoute } from './openapi.js';
 import { installProblemHandlers } from './problem.js';
 import { createValidatorCompiler, installTextRule } from './validation.js';
 import './fastify-types.js';
@@ -25,6 +27,8 @@ export interface BuildAppOptions {
   readiness?: () => Promise<Readiness>;
   /** Told of store faults that reach the error handler outside the write path. */
   health?: StoreHealth;
+  /** Told of every route as it is added (tests list the app's routes). */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promise<FastifyInstance> {
@@ -41,6 +45,9 @@ export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promis
   if (opts.https) serverOpts.https = opts.https;
   const app = Fastify(serverOpts) as unknown as FastifyInstance;
   app.setValidatorCompiler(createValidatorCompiler());
+  if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
+  // Before any route: the document generator collects routes as they are added.
+  await installOpenApi(app, { version: VERSION });
   installTextRule(app);
   const health = opts.health;
   installProblemHandlers(app, health ? { onStoreFault: (f) => health.failed(f) } : {});
@@ -66,5 +73,6 @@ export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promis
   });
 
   for (const plugin of opts.plugins) await plugin(app, ctx);
+  openapiRoute(app);
   return app;
 }
