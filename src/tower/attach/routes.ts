@@ -5,13 +5,12 @@
 // refusal reaches the viewer as an error frame with a stable code. Streams are per replica,
 // like control channels: the viewer must reach the replica its node is connected to.
 import { createHash, randomBytes } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import {
   ATTACH_TICKETS_PATH,
   ATTACH_WS_PATH,
   type AttachTicket,
-  AttachTicketRequest,
   closeCodeOf,
   DIAL_BACK_TIMEOUT_MS,
   decodeServerFrame,
@@ -25,10 +24,11 @@ import { attachSignature } from '../../protocol/attach-signature.js';
 import { type ErrorCode, isSvcError, SvcError } from '../../protocol/errors.js';
 import { canSeeDomain, hasScope, type Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
-import type { TowerPlugin } from '../http/app.js';
+import type { TowerApp, TowerPlugin } from '../http/app.js';
 import { addressRefusal, countAuthFailure, credentialHeader } from '../http/auth-hook.js';
 import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
 import { pipeSockets } from './pipe.js';
+import { attachSchemas } from './schemas.js';
 
 export interface AttachOptions {
   /** Origins besides the tower's own that browsers may attach from (e.g. a console dev server). */
@@ -55,7 +55,7 @@ interface PendingStream {
 const MAX_TICKETS = 10_000;
 
 export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
-  return (app: FastifyInstance, ctx: TowerContext) => {
+  return (app: TowerApp, ctx: TowerContext) => {
     const log = ctx.log.child({ component: 'attach' });
     const agents = opts.agents ?? agentsTableLookup;
     const tickets = new Map<string, Ticket>();
@@ -99,9 +99,9 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
 
     app.post(ATTACH_TICKETS_PATH, {
       config: { scope: 'feed:read' },
-      schema: { body: AttachTicketRequest },
+      schema: attachSchemas.ticket,
       handler: async (req, reply) => {
-        const body = req.body as AttachTicketRequest;
+        const body = req.body;
         const readOnly = body.read_only ?? false;
         await authorize(req.principal, body.node, body.agent, readOnly);
         const now = ctx.clock.now();
@@ -130,7 +130,7 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
 
     app.get(
       ATTACH_WS_PATH,
-      { config: { scope: 'public', rateLimitExempt: true }, websocket: true },
+      { config: { scope: 'public', rateLimitExempt: true }, schema: attachSchemas.viewer, websocket: true },
       (socket, req) => {
         // Frames the viewer sends before the node is there wait in the socket.
         socket.pause();
@@ -321,9 +321,13 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
 
     app.get(
       `${NODE_ATTACH_PREFIX}:stream_id`,
-      { config: { scope: 'feed:read', rateLimitExempt: true }, websocket: true },
+      {
+        config: { scope: 'feed:read', rateLimitExempt: true },
+        schema: attachSchemas.nodeDialBack,
+        websocket: true,
+      },
       (socket, req) => {
-        const id = (req.params as { stream_id: string }).stream_id;
+        const id = req.params.stream_id;
         const p = pending.get(id);
         if (!p || req.principal.nodeId !== p.nodeId) {
           socket.close(1008, 'no such attach stream for this node');

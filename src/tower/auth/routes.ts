@@ -1,18 +1,14 @@
 // Administration of credentials: service tokens, the tower's signing keys, and node
 // registration (which mints node JWTs).
-import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
 import { newId, randomToken } from '../../lib/ids.js';
-import { type TokenCreate, TokenCreate as TokenCreateSchema } from '../../protocol/auth.js';
 import { SvcError } from '../../protocol/errors.js';
-import { type Node, type NodeRegister, NodeRegister as NodeRegisterSchema } from '../../protocol/nodes.js';
+import type { Node } from '../../protocol/nodes.js';
 import type { TowerContext } from '../context.js';
+import type { TowerApp } from '../http/app.js';
 import type { NodeRow } from '../store/types.js';
 import { coversDomains, grantRefusal, type Principal } from './principal.js';
+import { authSchemas } from './schemas.js';
 import { insertToken, listTokens, revokeToken } from './tokens.js';
-
-const IdParam = (name: string) =>
-  Type.Object({ [name]: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
 
 /** Whether a node is online is decided by the control channel (a later area); default: no. */
 export type NodePresence = (nodeId: string) => boolean;
@@ -34,12 +30,12 @@ function coversNode(p: Principal, nodeDomains: string[] | null): boolean {
 }
 
 export function authRoutes(presence: NodePresence = () => false) {
-  return (app: FastifyInstance, ctx: TowerContext): void => {
+  return (app: TowerApp, ctx: TowerContext): void => {
     app.post(
       '/tokens',
-      { config: { scope: 'admin' }, schema: { body: TokenCreateSchema } },
+      { config: { scope: 'admin' }, schema: authSchemas.createToken },
       async (req, reply) => {
-        const body = req.body as TokenCreate;
+        const body = req.body;
         // Grants never widen: scopes and domains within the creator's own.
         const refusal = grantRefusal(req.principal, body.scopes, body.domains ?? null);
         if (refusal) throw new SvcError('forbidden', refusal);
@@ -48,28 +44,32 @@ export function authRoutes(presence: NodePresence = () => false) {
       },
     );
     // A credential limited to domains sees and revokes only tokens limited to those domains.
-    app.get('/tokens', { config: { scope: 'admin' } }, async (req) => ({
+    app.get('/tokens', { config: { scope: 'admin' }, schema: authSchemas.listTokens }, async (req) => ({
       items: (await listTokens(ctx.store.db)).filter((t) => coversDomains(req.principal, t.domains)),
       next_cursor: null,
     }));
     app.delete(
       '/tokens/:token_id',
-      { config: { scope: 'admin' }, schema: { params: IdParam('token_id') } },
+      { config: { scope: 'admin' }, schema: authSchemas.revokeToken },
       async (req) => {
-        const id = (req.params as { token_id: string }).token_id;
+        const id = req.params.token_id;
         const token = await revokeToken(ctx.write, id, (t) => coversDomains(req.principal, t.domains));
         ctx.auth.invalidate();
         return token;
       },
     );
 
-    app.get('/admin/signing-keys', { config: { scope: 'admin', towerWide: true } }, async () => ({
-      items: await ctx.keys.list(),
-      next_cursor: null,
-    }));
+    app.get(
+      '/admin/signing-keys',
+      { config: { scope: 'admin', towerWide: true }, schema: authSchemas.listSigningKeys },
+      async () => ({
+        items: await ctx.keys.list(),
+        next_cursor: null,
+      }),
+    );
     app.post(
       '/admin/signing-keys/rotate',
-      { config: { scope: 'admin', towerWide: true } },
+      { config: { scope: 'admin', towerWide: true }, schema: authSchemas.rotateSigningKey },
       async (_req, reply) => {
         const kid = await ctx.keys.rotate();
         return reply.code(201).send({ kid });
@@ -77,18 +77,18 @@ export function authRoutes(presence: NodePresence = () => false) {
     );
     app.post(
       '/admin/signing-keys/:kid/retire',
-      { config: { scope: 'admin', towerWide: true }, schema: { params: IdParam('kid') } },
+      { config: { scope: 'admin', towerWide: true }, schema: authSchemas.retireSigningKey },
       async (req) => {
-        await ctx.keys.retire((req.params as { kid: string }).kid);
-        return { kid: (req.params as { kid: string }).kid, retired: true };
+        await ctx.keys.retire(req.params.kid);
+        return { kid: req.params.kid, retired: true as const };
       },
     );
 
     app.post(
       '/nodes',
-      { config: { scope: 'work:write' }, schema: { body: NodeRegisterSchema } },
+      { config: { scope: 'work:write' }, schema: authSchemas.registerNode },
       async (req, reply) => {
-        const body = req.body as NodeRegister;
+        const body = req.body;
         const p = req.principal;
         if (p.kind === 'node')
           throw new SvcError('forbidden', 'a node cannot register nodes: use an operator token');
@@ -140,7 +140,7 @@ export function authRoutes(presence: NodePresence = () => false) {
       },
     );
 
-    app.get('/nodes', { config: { scope: 'feed:read' } }, async (req) => {
+    app.get('/nodes', { config: { scope: 'feed:read' }, schema: authSchemas.listNodes }, async (req) => {
       const rows = await ctx.store.db.selectFrom('nodes').selectAll().orderBy('id').execute();
       return {
         items: rows.filter((r) => visibleNode(req.principal, r)).map((r) => nodeFromRow(r, presence(r.id))),
@@ -149,9 +149,9 @@ export function authRoutes(presence: NodePresence = () => false) {
     });
     app.get(
       '/nodes/:node_id',
-      { config: { scope: 'feed:read' }, schema: { params: IdParam('node_id') } },
+      { config: { scope: 'feed:read' }, schema: authSchemas.getNode },
       async (req) => {
-        const id = (req.params as { node_id: string }).node_id;
+        const id = req.params.node_id;
         const row = await ctx.store.db
           .selectFrom('nodes')
           .selectAll()

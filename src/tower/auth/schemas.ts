@@ -1,14 +1,16 @@
 // The credentials area's route schemas (http/route-schema.ts): service tokens, the node-JWT
 // signing keys, and node registration and listing. Shapes come from src/protocol.
-import { Type } from '@sinclair/typebox';
+import { type TString, Type } from '@sinclair/typebox';
 import { SigningKey, Token, TokenCreate, TokenCreated } from '../../protocol/auth.js';
 import { ListOf } from '../../protocol/common.js';
 import { Node, NodeRegister, NodeRegistered } from '../../protocol/nodes.js';
 import { described, route } from '../http/route-schema.js';
 
 /** Path parameters here are any short text: an unknown one is a 404. */
-const param = (name: string) =>
-  Type.Object({ [name]: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
+const param = <N extends string>(name: N) =>
+  Type.Object({ [name]: Type.String({ minLength: 1, maxLength: 100 }) } as Record<N, TString>, {
+    additionalProperties: false,
+  });
 
 const Kid = Type.Object({ kid: Type.String() });
 

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SvcError } from '../../protocol/errors.js';
 import type { TowerPlugin } from '../http/app.js';
+import { consoleSchemas } from './schemas.js';
 
 export const CONSOLE_CSP = [
   "default-src 'none'",
@@ -105,9 +106,10 @@ export function consoleRoutes(opts: { dir?: string } = {}): TowerPlugin {
       }
       return send(req, reply, asset, false);
     };
-    app.get('/', { config: { scope: 'public', rateLimitExempt: true } }, index);
-    app.get('/index.html', { config: { scope: 'public', rateLimitExempt: true } }, index);
-    app.get('/assets/*', { config: { scope: 'public', rateLimitExempt: true } }, (req, reply) => {
+    const config = { scope: 'public', rateLimitExempt: true } as const;
+    app.get('/', { config, schema: consoleSchemas.index }, index);
+    app.get('/index.html', { config, schema: consoleSchemas.index }, index);
+    app.get('/assets/*', { config, schema: consoleSchemas.asset }, (req, reply) => {
       const path = req.url.split('?')[0] ?? '';
       const asset = assets.get(decodeURIComponent(path));
       if (!asset) throw new SvcError('not_found', `no console asset ${path}`);

@@ -1,25 +1,17 @@
 // Approvals (pending → approved | rejected, decided once) and inbox messages, each change
 // written with its feed event in one transaction.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { newId } from '../../lib/ids.js';
-import {
-  type Approval,
-  ApprovalCreate,
-  ApprovalDecide,
-  ApprovalListQuery,
-  InboxListQuery,
-  type InboxMessage,
-  InboxSend,
-} from '../../protocol/approvals.js';
-import { IdParam } from '../../protocol/common.js';
+import type { Approval, InboxMessage } from '../../protocol/approvals.js';
 import { SvcError } from '../../protocol/errors.js';
 import { canSeeDomain } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
-import type { TowerPlugin } from '../http/app.js';
+import type { TowerApp, TowerPlugin } from '../http/app.js';
 import { listInDomains } from '../records/access.js';
 import type { AgentLookup } from '../secrets/agents.js';
 import type { Tx } from '../store/tx.js';
 import type { ApprovalRow } from './migrations.js';
+import { feedSchemas } from './schemas.js';
 
 function approvalOf(r: ApprovalRow): Approval {
   return { ...r };
@@ -44,7 +36,7 @@ function approvalEvent(tx: Tx, a: Approval, action: 'requested' | 'approved' | '
 }
 
 export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
-  return (app: FastifyInstance, ctx: TowerContext) => {
+  return (app: TowerApp, ctx: TowerContext) => {
     const visibleDomain = async (req: FastifyRequest, domainId: string) => {
       const row = canSeeDomain(req.principal, domainId)
         ? await ctx.store.db.selectFrom('domains').select('id').where('id', '=', domainId).executeTakeFirst()
@@ -54,9 +46,9 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
 
     app.post('/approvals', {
       config: { scope: 'work:write' },
-      schema: { body: ApprovalCreate },
+      schema: feedSchemas.createApproval,
       handler: async (req, reply) => {
-        const body = req.body as ApprovalCreate;
+        const body = req.body;
         await visibleDomain(req, body.domain_id);
         const approval = await ctx.write(async (tx) => {
           const a: Approval = {
@@ -83,17 +75,20 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
 
     app.get('/approvals', {
       config: { scope: 'feed:read' },
-      schema: { querystring: ApprovalListQuery },
+      schema: feedSchemas.listApprovals,
       handler: async (req) => {
-        const q = req.query as ApprovalListQuery;
+        const q = req.query;
         let sel = ctx.store.db.selectFrom('approvals').selectAll();
         if (q.status) sel = sel.where('status', '=', q.status);
         return listInDomains(sel, req.principal, q, approvalOf);
       },
     });
 
-    const load = async (req: FastifyRequest, db = ctx.store.db as Tx['db']): Promise<ApprovalRow> => {
-      const id = (req.params as { approval_id: string }).approval_id;
+    const load = async (
+      req: FastifyRequest,
+      id: string,
+      db = ctx.store.db as Tx['db'],
+    ): Promise<ApprovalRow> => {
       const row = await db.selectFrom('approvals').selectAll().where('id', '=', id).executeTakeFirst();
       if (!row || !canSeeDomain(req.principal, row.domain_id)) {
         throw new SvcError('not_found', `approval ${id} not found`);
@@ -103,18 +98,18 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
 
     app.get('/approvals/:approval_id', {
       config: { scope: 'feed:read' },
-      schema: { params: IdParam('approval_id') },
-      handler: async (req) => approvalOf(await load(req)),
+      schema: feedSchemas.getApproval,
+      handler: async (req) => approvalOf(await load(req, req.params.approval_id)),
     });
 
     for (const decision of ['approve', 'reject'] as const) {
       app.post(`/approvals/:approval_id/${decision}`, {
         config: { scope: 'work:write' },
-        schema: { params: IdParam('approval_id'), body: ApprovalDecide },
+        schema: feedSchemas.decideApproval(decision),
         handler: async (req) => {
-          const body = (req.body ?? {}) as ApprovalDecide;
+          const body = req.body ?? {};
           return ctx.write(async (tx) => {
-            const row = await load(req, tx.db);
+            const row = await load(req, req.params.approval_id, tx.db);
             const status = decision === 'approve' ? 'approved' : 'rejected';
             // The status check is in the UPDATE itself, so two deciders racing on two
             // replicas cannot both win.
@@ -151,9 +146,9 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
 
     app.post('/inbox', {
       config: { scope: 'work:write' },
-      schema: { body: InboxSend },
+      schema: feedSchemas.sendInbox,
       handler: async (req, reply) => {
-        const body = req.body as InboxSend;
+        const body = req.body;
         const enrolled = await opts.agents(ctx.store.db, body.agent_id);
         const domainId = enrolled?.domain_id ?? body.domain_id;
         if (domainId === undefined) {
@@ -190,9 +185,9 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
 
     app.get('/inbox', {
       config: { scope: 'feed:read' },
-      schema: { querystring: InboxListQuery },
+      schema: feedSchemas.listInbox,
       handler: async (req) => {
-        const q = req.query as InboxListQuery;
+        const q = req.query;
         let sel = ctx.store.db.selectFrom('inbox_messages').selectAll();
         if (q.agent_id !== undefined) sel = sel.where('agent_id', '=', q.agent_id);
         return listInDomains(sel, req.principal, q, (m) => m);

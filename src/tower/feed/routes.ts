@@ -3,16 +3,17 @@
 import { setMaxListeners } from 'node:events';
 import type { Socket } from 'node:net';
 import websocket from '@fastify/websocket';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { TOWER_MAX_FRAME_BYTES } from '../../protocol/attach.js';
 import { SvcError } from '../../protocol/errors.js';
-import { type EventType, type FeedEvent, NodeEventsBody, StreamQuery } from '../../protocol/events.js';
+import type { EventType, FeedEvent, StreamQuery } from '../../protocol/events.js';
 import type { Principal } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
-import type { TowerPlugin } from '../http/app.js';
+import type { TowerApp, TowerPlugin } from '../http/app.js';
 import { FrameCache, httpChunk } from './frames.js';
 import type { FeedFilter, FeedHub, ResetInfo, Subscription } from './hub.js';
+import { feedSchemas } from './schemas.js';
 import { FeedStats } from './stats.js';
 
 /** Bytes a consumer may leave unread before it is cut off (it resumes by id). */
@@ -49,8 +50,8 @@ function filterOf(q: StreamQuery): FeedFilter {
 }
 
 /** The credential the stream was opened with, as an Authorization header value. */
-function headerOf(req: FastifyRequest): string {
-  const t = (req.query as StreamQuery).access_token;
+function headerOf(req: FastifyRequest, q: StreamQuery): string {
+  const t = q.access_token;
   return req.headers.authorization ?? (t ? `Bearer ${t}` : '');
 }
 
@@ -63,7 +64,7 @@ function rateLimitJson(ctx: TowerContext, principal: Principal): string | null {
 export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
   const { hub } = opts;
   const stats = opts.stats ?? new FeedStats();
-  return async (app: FastifyInstance, ctx: TowerContext) => {
+  return async (app: TowerApp, ctx: TowerContext) => {
     // The hub hands every stream the same event objects: their wire bytes are made once.
     const frames = new FrameCache({
       now: () => ctx.clock.now(),
@@ -80,9 +81,9 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
 
     app.get('/events/stream', {
       config: { scope: 'feed:read', rateLimitExempt: true },
-      schema: { querystring: StreamQuery },
+      schema: feedSchemas.stream,
       handler: async (req, reply) => {
-        const q = req.query as StreamQuery;
+        const q = req.query;
         const after = parseAfter(req, q);
         const principal = req.principal;
         reply.hijack();
@@ -142,7 +143,7 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
           if (comment && !res.writableEnded) res.end(`: ${comment}\n\n`);
           else if (!res.writableEnded) res.end();
         };
-        const unwatch = watch.add(headerOf(req), {
+        const unwatch = watch.add(headerOf(req, q), {
           keepalive: () => res.write(': keep-alive\n\n'),
           end: (why) => finish(why),
         });
@@ -207,11 +208,11 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
       '/events/ws',
       {
         config: { scope: 'feed:read', rateLimitExempt: true },
-        schema: { querystring: StreamQuery },
+        schema: feedSchemas.ws,
         websocket: true,
       },
-      async (socket: WebSocket, req: FastifyRequest) => {
-        const q = req.query as StreamQuery;
+      async (socket: WebSocket, req) => {
+        const q = req.query;
         let after: bigint | null;
         try {
           after = parseAfter(req, q);
@@ -255,7 +256,7 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
           sub?.close();
           socket.close(code, why);
         };
-        const unwatch = watch.add(headerOf(req), {
+        const unwatch = watch.add(headerOf(req, q), {
           keepalive: () => socket.ping(),
           // A close reason is at most 123 bytes.
           end: (why) => finish(1008, why.slice(0, 120)),
@@ -323,11 +324,11 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
     // retried after a lost reply land once; the node id is stamped by the tower, not trusted.
     app.post('/nodes/events', {
       config: { scope: 'feed:read' },
-      schema: { body: NodeEventsBody },
+      schema: feedSchemas.nodeEvents,
       handler: async (req, reply) => {
         const nodeId = req.principal.nodeId;
         if (!nodeId) throw new SvcError('forbidden', 'only nodes publish here: use a node credential');
-        const body = req.body as NodeEventsBody;
+        const body = req.body;
         for (const e of body.events) {
           if (e.domain_id && req.principal.domains !== null && !req.principal.domains.includes(e.domain_id)) {
             throw new SvcError('forbidden', `this node may not publish events of domain ${e.domain_id}`);

@@ -1,6 +1,15 @@
 // Builds the tower's Fastify app: validation, problem+json errors, auth and rate limits,
 // metrics, health routes, then one plugin per area. Route tests use app.inject().
-import type { FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyServerOptions,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+  RouteOptions,
+} from 'fastify';
 import Fastify, { LogController } from 'fastify';
 import { VERSION } from '../../lib/version.js';
 import { SvcError } from '../../protocol/errors.js';
@@ -12,10 +21,21 @@ import { RequestDeadline } from './deadline.js';
 import { createMetrics, installMetrics, type TowerMetrics } from './metrics.js';
 import { installOpenApi, openapiRoute } from './openapi.js';
 import { installProblemHandlers } from './problem.js';
+import { healthSchemas } from './schemas.js';
+import { sharedSerializers } from './serializers.js';
 import { createValidatorCompiler, installTextRule } from './validation.js';
 import './fastify-types.js';
 
-export type TowerPlugin = (app: FastifyInstance, ctx: TowerContext) => void | Promise<void>;
+/** The app as routes see it: requests and replies typed from the route's TypeBox schemas. */
+export type TowerApp = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+export type TowerPlugin = (app: TowerApp, ctx: TowerContext) => void | Promise<void>;
 
 export interface BuildAppOptions {
   https?: { cert: Buffer; key: Buffer };
@@ -31,7 +51,7 @@ export interface BuildAppOptions {
   onRoute?: (route: RouteOptions) => void;
 }
 
-export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promise<TowerApp> {
   const serverOpts: FastifyServerOptions & { https?: { cert: Buffer; key: Buffer } } = {
     loggerInstance: ctx.log.child({ component: 'http' }),
     // Per-request lines would dominate the log; metrics count requests instead.
@@ -41,9 +61,10 @@ export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promis
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
+    schemaController: { compilersFactory: { buildSerializer: sharedSerializers() } },
   };
   if (opts.https) serverOpts.https = opts.https;
-  const app = Fastify(serverOpts) as unknown as FastifyInstance;
+  const app = (Fastify(serverOpts) as unknown as FastifyInstance).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(createValidatorCompiler());
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
   // Before any route: the document generator collects routes as they are added.
@@ -58,19 +79,25 @@ export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promis
   const metrics = opts.metrics ?? createMetrics();
   installMetrics(app, metrics);
 
-  app.get('/healthz', { config: { scope: 'public' } }, async () => ({ status: 'ok' }));
+  app.get('/healthz', { config: { scope: 'public' }, schema: healthSchemas.healthz }, async () => ({
+    status: 'ok' as const,
+  }));
   // Bounded by the readiness probe's own budget (under 2 s), well inside the deadline.
   const readiness = opts.readiness ?? (async (): Promise<Readiness> => ({ ready: true }));
-  app.get('/readyz', { config: { scope: 'public' } }, async () => {
+  app.get('/readyz', { config: { scope: 'public' }, schema: healthSchemas.readyz }, async () => {
     const r = await readiness();
     if (!r.ready) throw new SvcError('unavailable', `not ready: ${r.reason}`, { retryAfter: 1 });
-    return { status: 'ready' };
+    return { status: 'ready' as const };
   });
   // Metrics need a credential like everything else; a feed:read token is enough to scrape.
-  app.get('/metrics', { config: { scope: 'feed:read' } }, async (_req, reply) => {
-    reply.type(metrics.registry.contentType);
-    return metrics.registry.metrics();
-  });
+  app.get(
+    '/metrics',
+    { config: { scope: 'feed:read' }, schema: healthSchemas.metrics },
+    async (_req, reply) => {
+      reply.type(metrics.registry.contentType);
+      return metrics.registry.metrics();
+    },
+  );
 
   for (const plugin of opts.plugins) await plugin(app, ctx);
   openapiRoute(app);

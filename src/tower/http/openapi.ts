@@ -57,6 +57,9 @@ export async function installOpenApi(app: FastifyInstance, opts: OpenApiOptions)
     transform: ({ schema, url, route: r }) => {
       const note = scopeNote(r.config);
       const s = (schema ?? {}) as Record<string, unknown>;
+      // @fastify/websocket hides its routes; ours are part of the API (answered 101, or 404
+      // to a request that is not an upgrade).
+      if (r.websocket) delete s.hide;
       const description = typeof s.description === 'string' ? `${s.description}\n\n${note}` : note;
       const path = openapiPath(url);
       if (path !== url && r.url.endsWith('*') && !s.params) {

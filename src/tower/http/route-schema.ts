@@ -31,7 +31,7 @@ export const described = <T extends TSchema>(schema: T, description: string): T 
 });
 
 /** A response without a body (204, 304, 101): `type: null` is what the document reads as "no content". */
-export const noContent = (description: string) => Type.Null({ description });
+export const noContent = (description: string) => Type.Unsafe<undefined>({ type: 'null', description });
 
 /** A response whose body is not JSON. */
 export const media = (type: string, description: string) => ({

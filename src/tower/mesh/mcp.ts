@@ -2,17 +2,19 @@
 // problem. Arguments are validated against the schema pack (protocol/schema-pack.ts): the
 // embedded defaults, or SVC_SCHEMA_PACK_FILE's `{"tools": {name: schema}}` when set (an
 // invalid file is logged and the defaults are enforced).
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { SvcError } from '../../protocol/errors.js';
 import { MCP_TOOLS } from '../../protocol/mcp-tools.js';
-import { McpCall, type MeshState } from '../../protocol/mesh.js';
+import type { MeshState } from '../../protocol/mesh.js';
 import { type CompiledSchemaPack, loadSchemaPack } from '../../protocol/schema-pack.js';
 import { hasScope } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
+import type { TowerApp } from '../http/app.js';
 import { refuseNul } from '../http/validation.js';
+import { meshSchemas } from './schemas.js';
 import type { MeshService } from './service.js';
 
-export async function mcpRoutes(app: FastifyInstance, ctx: TowerContext, mesh: MeshService): Promise<void> {
+export async function mcpRoutes(app: TowerApp, ctx: TowerContext, mesh: MeshService): Promise<void> {
   const loaded = await loadSchemaPack(
     process.env.SVC_SCHEMA_PACK_FILE || undefined,
     ctx.log.child({ component: 'mcp' }),
@@ -42,9 +44,9 @@ export async function mcpRoutes(app: FastifyInstance, ctx: TowerContext, mesh: M
 
   app.post('/mcp/call', {
     config: { scope: 'feed:read' },
-    schema: { body: McpCall },
+    schema: meshSchemas.mcpCall,
     handler: async (req) => {
-      const { tool, args } = req.body as McpCall;
+      const { tool, args } = req.body;
       const known = Object.hasOwn(MCP_TOOLS, tool);
       // Scope before arguments, so a caller without it learns nothing about the schemas.
       const need = known ? MCP_TOOLS[tool as keyof typeof MCP_TOOLS].scope : 'feed:read';

@@ -9,7 +9,6 @@
 // task_ready arriving: workers also poll (docs/worker.md).
 
 import { randomBytes } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
 import type { WebSocket } from 'ws';
 import { type Clock, systemClock, type TimerHandle } from '../../lib/clock.js';
 import {
@@ -27,9 +26,10 @@ import {
 } from '../../protocol/control.js';
 import { type ErrorCode, isErrorCode, SvcError } from '../../protocol/errors.js';
 import type { TowerContext } from '../context.js';
-import type { TowerPlugin } from '../http/app.js';
+import type { TowerApp, TowerPlugin } from '../http/app.js';
 import { credentialHeader } from '../http/auth-hook.js';
 import { makeAjv } from '../http/validation.js';
+import { nodeSchemas } from './schemas.js';
 
 interface Channel {
   nodeId: string;
@@ -153,7 +153,7 @@ export class ControlHub {
 }
 
 export function controlRoutes(hub: ControlHub): TowerPlugin {
-  return (app: FastifyInstance, ctx: TowerContext) => {
+  return (app: TowerApp, ctx: TowerContext) => {
     const ajv = makeAjv(false);
     const decode = controlDecoder<NodeToTower>(NODE_TO_TOWER, (schema) => {
       const validate = ajv.compile(schema);
@@ -195,7 +195,12 @@ export function controlRoutes(hub: ControlHub): TowerPlugin {
       }
     };
 
-    app.get(CONTROL_PATH, { config: { scope: 'feed:read' }, websocket: true }, (socket: WebSocket, req) => {
+    const route = {
+      config: { scope: 'feed:read' as const },
+      schema: nodeSchemas.connect,
+      websocket: true as const,
+    };
+    app.get(CONTROL_PATH, route, (socket: WebSocket, req) => {
       const nodeId = req.principal.nodeId;
       if (!nodeId) {
         socket.close(1008, 'node credential required');

@@ -3,21 +3,23 @@
 // state, and restart/pause/resume of a supervised agent. The tower decides who may ask; the
 // node decides what happens (its supervisor and cron answer exactly as on mgmt.sock).
 
-import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
-import { Id, IdParam } from '../../protocol/common.js';
+import type { AgentStatus } from '../../protocol/agents.js';
 import { SvcError } from '../../protocol/errors.js';
-import { NodeAgentAction } from '../../protocol/nodes.js';
+import type { NodeStatus } from '../../protocol/nodes.js';
 import { canSeeDomain, type Principal } from '../auth/principal.js';
 import { visibleNode } from '../auth/routes.js';
 import type { TowerContext } from '../context.js';
-import type { TowerPlugin } from '../http/app.js';
+import type { TowerApp, TowerPlugin } from '../http/app.js';
 import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
 import type { ControlHub } from './control-hub.js';
+import { nodeSchemas } from './schemas.js';
+
+/** The node's answer as it came: the response schema documents it, and strips nothing. */
+const relayed = () => (data: unknown) => JSON.stringify(data);
 
 export function nodeRequestRoutes(hub: ControlHub, opts: { agents?: AgentLookup } = {}): TowerPlugin {
   const agents = opts.agents ?? agentsTableLookup;
-  return (app: FastifyInstance, ctx: TowerContext) => {
+  return (app: TowerApp, ctx: TowerContext) => {
     const loadNode = async (p: Principal, id: string) => {
       if (p.kind === 'node') throw new SvcError('forbidden', 'nodes cannot ask nodes: use an operator token');
       const row = await ctx.store.db.selectFrom('nodes').selectAll().where('id', '=', id).executeTakeFirst();
@@ -27,22 +29,25 @@ export function nodeRequestRoutes(hub: ControlHub, opts: { agents?: AgentLookup 
 
     app.get('/nodes/:node_id/status', {
       config: { scope: 'feed:read' },
-      schema: { params: IdParam('node_id') },
+      schema: nodeSchemas.status,
+      // Relayed as the node answered: a node of another version may say more or less.
+      serializerCompiler: relayed,
       handler: async (req) => {
-        const row = await loadNode(req.principal, (req.params as { node_id: string }).node_id);
-        const result = (await hub.request(row.id, 'node.status', {})) as Record<string, unknown>;
+        const row = await loadNode(req.principal, req.params.node_id);
+        const result = (await hub.request(row.id, 'node.status', {})) as Omit<
+          NodeStatus,
+          'node_id' | 'hostname'
+        >;
         return { node_id: row.id, hostname: row.hostname, ...result };
       },
     });
 
     app.post('/nodes/:node_id/agents/:agent_id/actions', {
       config: { scope: 'work:write' },
-      schema: {
-        params: Type.Object({ node_id: Id, agent_id: Id }, { additionalProperties: false }),
-        body: NodeAgentAction,
-      },
+      schema: nodeSchemas.agentAction,
+      serializerCompiler: relayed,
       handler: async (req) => {
-        const params = req.params as { node_id: string; agent_id: string };
+        const params = req.params;
         const row = await loadNode(req.principal, params.node_id);
         // Same rule as attach: an enrolled agent must be on this node and in a visible domain;
         // one only in the node's agents.toml is for credentials that see every domain.
@@ -51,8 +56,8 @@ export function nodeRequestRoutes(hub: ControlHub, opts: { agents?: AgentLookup 
           throw new SvcError('agent_not_found', `agent ${params.agent_id} is not on node ${row.id}`);
         if (enrolled ? !canSeeDomain(req.principal, enrolled.domain_id) : req.principal.domains !== null)
           throw new SvcError('agent_not_found', `agent ${params.agent_id} not found`);
-        const { action } = req.body as NodeAgentAction;
-        return hub.request(row.id, `agent.${action}`, { id: params.agent_id });
+        const { action } = req.body;
+        return (await hub.request(row.id, `agent.${action}`, { id: params.agent_id })) as AgentStatus;
       },
     });
   };

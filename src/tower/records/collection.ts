@@ -1,22 +1,23 @@
 // One REST collection of records (create, get, list, patch, delete) under a domain or a
 // mission. Domains, missions, regular tasks, documents and artifacts differ only in their
 // table, columns and parent, so they share this one implementation.
-import { type TObject, Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TObject } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { ListQuery } from '../../protocol/common.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { NewEvent } from '../../protocol/events.js';
 import type { Scope } from '../../protocol/scopes.js';
 import { canSeeDomain } from '../auth/principal.js';
 import type { TowerContext } from '../context.js';
+import type { TowerApp } from '../http/app.js';
 import { type PreparedQuery, prepare, slot } from '../store/prepared.js';
 import type { InsertOne, Tx } from '../store/tx.js';
 import type { Db } from '../store/types.js';
 import { requireDomain, requireMission } from './access.js';
 import { decodeCursor, page } from './cursor.js';
+import { collectionSchemas } from './schemas.js';
 
 type Row = Record<string, unknown>;
 /** Tables are chosen at run time here; the typed Db is used everywhere else. */
@@ -78,14 +79,22 @@ function toColumns(spec: CollectionSpec, schema: TObject, body: Row, defaults: R
   return out;
 }
 
-export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec: CollectionSpec): void {
+export function registerCollection(app: TowerApp, ctx: TowerContext, spec: CollectionSpec): void {
   const one = `${spec.basePath}/:${spec.idParam}`;
-  const idOf = (req: FastifyRequest) => (req.params as Record<string, string>)[spec.idParam] ?? '';
+  const schemas = collectionSchemas({
+    entity: spec.entity,
+    parentParams: [...spec.basePath.matchAll(/:([a-z_]+)/g)].map((m) => m[1] as string),
+    idParam: spec.idParam,
+    schemas: spec.schemas,
+    children: (spec.children ?? []).map((c) => c.noun),
+  });
+  /** A route's path parameters (typed by its params schema: every name a string). */
+  type Params = Record<string, string>;
+  const idOf = (params: Params) => params[spec.idParam] ?? '';
   const loose = (db: Db | Tx['db']) => db as unknown as LooseDb;
 
   /** Checks the parent exists and is visible; returns the parent ids for new rows. */
-  async function parentOf(req: FastifyRequest): Promise<ParentIds> {
-    const params = req.params as Record<string, string>;
+  async function parentOf(req: FastifyRequest, params: Params): Promise<ParentIds> {
     if (spec.parent === 'none') return {};
     const domainId = params.domain_id ?? '';
     if (spec.parent === 'domain') {
@@ -114,18 +123,23 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
     return q;
   };
 
-  async function load(db: Db | Tx['db'], req: FastifyRequest, parent: ParentIds): Promise<Row> {
+  async function load(
+    db: Db | Tx['db'],
+    req: FastifyRequest,
+    params: Params,
+    parent: ParentIds,
+  ): Promise<Row> {
     const withDomain = parent.domain_id !== undefined && spec.parent !== 'none';
     const withMission = parent.mission_id !== undefined;
     const [row] = await byIdQuery(withDomain, withMission).all(db, {
-      id: idOf(req),
+      id: idOf(params),
       domain_id: parent.domain_id,
       mission_id: parent.mission_id,
     });
     const domainId =
       spec.parent === 'none' ? (row?.id as string | undefined) : (row?.domain_id as string | undefined);
     if (!row || domainId === undefined || !canSeeDomain(req.principal, domainId)) {
-      throw new SvcError('not_found', `${spec.entity} ${idOf(req)} not found`);
+      throw new SvcError('not_found', `${spec.entity} ${idOf(params)} not found`);
     }
     return row;
   }
@@ -146,8 +160,10 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
   }
 
   /** Which parent row a new record needs (checked by the insert itself), or null. */
-  function gateOf(req: FastifyRequest): { parent: ParentIds; gate?: InsertOne['gate']; missing: string } {
-    const params = req.params as Record<string, string>;
+  function gateOf(
+    req: FastifyRequest,
+    params: Params,
+  ): { parent: ParentIds; gate?: InsertOne['gate']; missing: string } {
     if (spec.parent === 'none') return { parent: {}, missing: '' };
     const domainId = params.domain_id ?? '';
     if (!canSeeDomain(req.principal, domainId))
@@ -170,11 +186,11 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
   app.post(spec.basePath, {
     // Domains themselves are tower-wide: only an admin of every domain creates or deletes one.
     config: { scope: spec.createScope, towerWide: spec.parent === 'none' },
-    schema: { body: spec.schemas.create },
+    schema: schemas.create,
     handler: async (req, reply) => {
       // One statement on PostgreSQL, one grouped write on SQLite; the insert checks the
       // parent itself (store/tx.ts insertOne), so creating a record is a single store access.
-      const { parent, gate, missing } = gateOf(req);
+      const { parent, gate, missing } = gateOf(req, req.params);
       let record: Row = {};
       const ok = await ctx.write.insertOne({
         table: spec.table,
@@ -184,7 +200,7 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
           const row: Row = {
             id: newId(spec.idPrefix, nowMs),
             ...parent,
-            ...toColumns(spec, spec.schemas.create, req.body as Row, spec.defaults),
+            ...toColumns(spec, spec.schemas.create, req.body, spec.defaults),
             created_at: now,
             updated_at: now,
           };
@@ -200,10 +216,10 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
 
   app.get(spec.basePath, {
     config: { scope: 'feed:read' },
-    schema: { querystring: ListQuery },
+    schema: schemas.list,
     handler: async (req) => {
-      const parent = await parentOf(req);
-      const query = req.query as ListQuery;
+      const parent = await parentOf(req, req.params);
+      const query = req.query;
       const limit = query.limit ?? 50;
       const after = decodeCursor(query.cursor);
       let q = loose(ctx.store.db)
@@ -227,17 +243,19 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
 
   app.get(one, {
     config: { scope: 'feed:read' },
-    handler: async (req) => fromRow(spec, await load(ctx.store.db, req, await parentOf(req))),
+    schema: schemas.get,
+    handler: async (req) =>
+      fromRow(spec, await load(ctx.store.db, req, req.params, await parentOf(req, req.params))),
   });
 
   app.patch(one, {
     config: { scope: 'work:write' },
-    schema: { body: spec.schemas.patch },
+    schema: schemas.patch,
     handler: async (req) => {
-      const parent = await parentOf(req);
+      const parent = await parentOf(req, req.params);
       return ctx.write(async (tx) => {
-        const before = await load(tx.db, req, parent);
-        const changes = { ...toColumns(spec, spec.schemas.patch, req.body as Row, null), updated_at: tx.now };
+        const before = await load(tx.db, req, req.params, parent);
+        const changes = { ...toColumns(spec, spec.schemas.patch, req.body, null), updated_at: tx.now };
         await loose(tx.db)
           .updateTable(spec.table)
           .set(changes)
@@ -252,14 +270,12 @@ export function registerCollection(app: FastifyInstance, ctx: TowerContext, spec
 
   app.delete(one, {
     config: { scope: spec.parent === 'none' ? 'admin' : 'work:write', towerWide: spec.parent === 'none' },
-    schema: {
-      querystring: Type.Object({ cascade: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
-    },
+    schema: schemas.delete,
     handler: async (req, reply) => {
-      const parent = await parentOf(req);
-      const cascade = (req.query as { cascade?: boolean }).cascade === true;
+      const parent = await parentOf(req, req.params);
+      const cascade = req.query.cascade === true;
       await ctx.write(async (tx) => {
-        const row = await load(tx.db, req, parent);
+        const row = await load(tx.db, req, req.params, parent);
         if (!cascade) {
           for (const child of spec.children ?? []) {
             const found = await loose(tx.db)

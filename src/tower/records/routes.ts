@@ -1,9 +1,8 @@
 // The record collections of docs/api.md: domains, missions, regular (Kanban) tasks,
 // documents and artifacts. Regular tasks are tracking only; nothing here dispatches work.
-import type { FastifyInstance } from 'fastify';
 import * as R from '../../protocol/records.js';
 import type { TowerContext } from '../context.js';
-import type { TowerPlugin } from '../http/app.js';
+import type { TowerApp, TowerPlugin } from '../http/app.js';
 import { type FieldCodec, registerCollection } from './collection.js';
 
 const MISSION_CHILDREN = [
@@ -33,7 +32,7 @@ const json: FieldCodec = {
 /** bigint columns come back from PostgreSQL as decimal strings. */
 const integer: FieldCodec = { encode: (v) => v, decode: (v) => Number(v) };
 
-function registerRecords(app: FastifyInstance, ctx: TowerContext, missionChildren: ChildTable[]): void {
+function registerRecords(app: TowerApp, ctx: TowerContext, missionChildren: ChildTable[]): void {
   registerCollection(app, ctx, {
     entity: 'domain',
     table: 'domains',

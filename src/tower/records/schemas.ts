@@ -30,12 +30,11 @@ export function collectionSchemas(d: CollectionDoc) {
   const parents = params(d.parentParams);
   const one = params([...d.parentParams, d.idParam]);
   const { record } = d.schemas;
-  const withParents = d.parentParams.length > 0 ? { params: parents } : {};
   return {
     create: route({
       summary: `Create a ${d.entity}`,
       tags,
-      ...withParents,
+      params: parents,
       body: d.schemas.create,
       response: { 201: described(record, `the new ${d.entity}`) },
       errors: ['not_found'],
@@ -44,7 +43,7 @@ export function collectionSchemas(d: CollectionDoc) {
     list: route({
       summary: `List ${d.entity}s`,
       tags,
-      ...withParents,
+      params: parents,
       querystring: ListQuery,
       response: { 200: ListOf(record) },
       errors: ['not_found'],
