@@ -168,7 +168,7 @@ async function svcTower() {
   }
   // The queue layer alone: a service of its own on the tower's store, without the tower's
   // hooks (no task notices to nodes while tasks are queued).
-  const { store, write, clock } = tower.ctx;
+  const { store, write, clock } = tower;
   const mesh = createMeshService({ dialect: store.dialect, db: store.db, write, clock, log: silentLogger() });
   return {
     tower,

@@ -12,25 +12,27 @@ import { attachRoutes } from './attach/routes.js';
 import { Authenticator } from './auth/authenticate.js';
 import { CredentialWatch } from './auth/credential-watch.js';
 import { createOidcVerifier, type OidcOptions } from './auth/oidc.js';
-import { authRoutes } from './auth/routes.js';
 import { SigningKeys } from './auth/signing-keys.js';
 import { bootstrapAdminToken } from './auth/tokens.js';
 import { consoleRoutes } from './console/plugin.js';
-import type { TowerConfig, TowerContext } from './context.js';
+import { credentialRoutes } from './credentials/routes.js';
 import { approvalRoutes } from './feed/approvals.js';
+import { appendEvents } from './feed/event-log.js';
 import { FeedHub } from './feed/hub.js';
 import { startPruner } from './feed/retention.js';
 import { feedRoutes } from './feed/routes.js';
 import { createSequencer } from './feed/sequencer.js';
 import { FeedStats } from './feed/stats.js';
-import { buildApp, type TowerPlugin } from './http/app.js';
+import { buildApp } from './http/app.js';
 import { RequestDeadline } from './http/deadline.js';
 import { createMetrics } from './http/metrics.js';
+import { openapiRoute } from './http/openapi.js';
 import { RateLimiter } from './http/rate-limit.js';
+import { mcpRoutes } from './mcp/plugin.js';
 import { meshTaskBlocks } from './mesh/event-codec.js';
-import { mcpRoutes } from './mesh/mcp.js';
 import { meshRoutes } from './mesh/routes.js';
 import { createMeshService, type MeshService } from './mesh/service.js';
+import { MIGRATIONS } from './migrations.js';
 import { ControlHub, controlRoutes } from './nodes/control-hub.js';
 import { nodeRequestRoutes } from './nodes/routes.js';
 import { createTaskRelay } from './nodes/task-relay.js';
@@ -42,7 +44,7 @@ import { migrate, openStore, type Store } from './store/open.js';
 import type { StoreTimeouts } from './store/pg-connection.js';
 import { createPgListener, type PgListener } from './store/pg-listen.js';
 import { createReadiness } from './store/readiness.js';
-import { createWrite } from './store/tx.js';
+import { createWrite, type Write } from './store/tx.js';
 
 export interface TowerOptions {
   /** postgres://… or undefined for SQLite in dataDir. */
@@ -80,11 +82,27 @@ export interface TowerOptions {
   busyTimeoutMs?: number;
   /** PostgreSQL: mesh lease-holding statements of one kind under way at once (default 4). */
   meshInFlight?: number;
+  /** A schema pack for /mcp/call arguments instead of the embedded one (SVC_SCHEMA_PACK_FILE). */
+  schemaPackFile?: string;
+  /** PostgreSQL: the feed sequencer's pause between busy passes, ms (SVC_SEQ_GAP_MS). */
+  sequencerGapMs?: number;
 }
 
 export interface Tower {
-  ctx: TowerContext;
   app: FastifyInstance;
+  /** The tower's parts, for tests and in-process benchmarks (areas get only what they use). */
+  store: Store;
+  write: Write;
+  clock: Clock;
+  log: Logger;
+  auth: Authenticator;
+  /** Node control channels connected to this replica. */
+  nodes: ControlHub;
+  /**
+   * Fires when events written on this replica became readable: at commit on SQLite, once
+   * the sequencer moved the watermark of `feed_events` past them on PostgreSQL.
+   */
+  eventsCommitted: Signal<void>;
   /** The mesh task operations (tests and bench/queue call them in-process). */
   mesh: MeshService;
   /** Listens on host:port (port 0 picks a free one); returns the base URL. */
@@ -111,27 +129,32 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
   let stopFeed = async () => {};
   let listener: PgListener | null = null;
   try {
-    const applied = await migrate(store, clock);
+    const applied = await migrate(store, clock, MIGRATIONS);
     if (applied.length > 0) log.info({ applied, store: store.describe }, 'store migrated');
     const keys = new SigningKeys(store.db, store.dialect, clock);
     await keys.init();
     const eventsCommitted = new Signal<void>((e) => log.error({ err: e }, 'events listener failed'));
     // SQLite events are readable at commit; PostgreSQL ones once below the sequencer's watermark.
-    const sequencer = createSequencer({ store, clock, log, sequenced: eventsCommitted });
+    const sequencer = createSequencer({
+      store,
+      clock,
+      log,
+      sequenced: eventsCommitted,
+      ...(opts.sequencerGapMs !== undefined ? { busyGapMs: opts.sequencerGapMs } : {}),
+    });
     const health = new StoreHealth({ clock, log: storeLog, describe: store.describe });
     const write = createWrite(
       store,
       clock,
-      () => (store.dialect === 'postgres' ? sequencer.kick() : eventsCommitted.emit()),
+      {
+        append: appendEvents,
+        committed: () => (store.dialect === 'postgres' ? sequencer.kick() : eventsCommitted.emit()),
+      },
       { health, ...(opts.busyTimeoutMs !== undefined ? { busyTimeoutMs: opts.busyTimeoutMs } : {}) },
     );
     await sequencer.start();
     stopSequencer = () => sequencer.stop();
-    const config: TowerConfig = {
-      dataDir: opts.dataDir,
-      eventRetentionMs: opts.eventRetentionMs ?? 7 * 86_400_000,
-      bodyLimitBytes: opts.bodyLimitBytes ?? 1024 * 1024,
-    };
+    const eventRetentionMs = opts.eventRetentionMs ?? 7 * 86_400_000;
     const auth = new Authenticator({
       db: store.db,
       clock,
@@ -142,21 +165,9 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     const shutdown = new AbortController();
     const nodes = new ControlHub(clock);
     const credentials = new CredentialWatch({ auth, clock, log });
-    const ctx: TowerContext = {
-      nodes,
-      clock,
-      log,
-      store,
-      config,
-      write,
-      eventsCommitted,
-      auth,
-      credentials,
-      keys,
-      rateLimiter: new RateLimiter(opts.rateLimit ?? DEFAULT_RATE_LIMIT),
-      authFailures: new RateLimiter(opts.authFailureLimit ?? DEFAULT_AUTH_FAILURE_LIMIT),
-      shutdown: shutdown.signal,
-    };
+    const rateLimiter = new RateLimiter(opts.rateLimit ?? DEFAULT_RATE_LIMIT);
+    // Failed authentications per client address, refused (429) before any lookup once spent.
+    const authFailures = new RateLimiter(opts.authFailureLimit ?? DEFAULT_AUTH_FAILURE_LIMIT);
     const adminFile = join(opts.dataDir, 'admin.token');
     const admin = await bootstrapAdminToken(write, store.dialect, adminFile);
     if (admin) log.info({ file: adminFile }, 'created the bootstrap admin token');
@@ -172,7 +183,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       blocks: [meshTaskBlocks],
     });
     await hub.start();
-    const stopPruning = startPruner({ store, clock, log, retentionMs: config.eventRetentionMs });
+    const stopPruning = startPruner({ store, clock, log, retentionMs: eventRetentionMs });
     // task_ready and task_cancelled to the nodes of every replica (PostgreSQL NOTIFY between
     // replicas).
     const taskRelay = createTaskRelay({ store, nodes, log, listener });
@@ -204,36 +215,61 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     const metrics = createMetrics();
     const feedStats = new FeedStats();
     feedStats.register(metrics.registry);
-    const plugins: TowerPlugin[] = [
-      feedRoutes({ hub, stats: feedStats, wsCompression: opts.wsCompression ?? false }),
-      approvalRoutes({ agents: opts.agentLookup ?? agentsTableLookup }),
-      async (app) => {
-        await app.register(meshRoutes, { mesh, db: store.db, write });
+    const app = await buildApp(
+      { clock, log, bodyLimitBytes: opts.bodyLimitBytes ?? 1024 * 1024, auth, rateLimiter, authFailures },
+      {
+        metrics,
+        health,
+        readiness: createReadiness({ store, health, write, clock }),
+        deadline: new RequestDeadline(clock, opts.requestDeadlineMs),
+        ...(opts.onRoute ? { onRoute: opts.onRoute } : {}),
+        ...(opts.tls ? { https: opts.tls } : {}),
       },
-      (app, ctx) => mcpRoutes(app, ctx, mesh),
-      controlRoutes(nodes),
-      nodeRequestRoutes(nodes, opts.agentLookup ? { agents: opts.agentLookup } : {}),
-      attachRoutes({
-        ...(opts.attachOrigins ? { allowedOrigins: opts.attachOrigins } : {}),
-        ...(opts.agentLookup ? { agents: opts.agentLookup } : {}),
-      }),
-      authRoutes((id) => nodes.isOnline(id)),
-      recordRoutes(),
-      secretRoutes({
-        ...(opts.masterKey !== undefined ? { masterKey: opts.masterKey } : {}),
-        ...(opts.agentLookup ? { agents: opts.agentLookup } : {}),
-      }),
-      consoleRoutes(opts.consoleDir ? { dir: opts.consoleDir } : {}),
-    ];
-    const app = await buildApp(ctx, {
-      plugins,
-      metrics,
-      health,
-      readiness: createReadiness({ store, health, write, clock }),
-      deadline: new RequestDeadline(clock, opts.requestDeadlineMs),
-      ...(opts.onRoute ? { onRoute: opts.onRoute } : {}),
-      ...(opts.tls ? { https: opts.tls } : {}),
+    );
+    // One plugin per area, each given only what it uses. The feed registers the WebSocket
+    // support that the control channel and attach routes use too, so it comes first.
+    const agents = opts.agentLookup ?? agentsTableLookup;
+    const streams = { clock, log, credentials, shutdown: shutdown.signal };
+    await app.register(feedRoutes, {
+      ...streams,
+      hub,
+      stats: feedStats,
+      wsCompression: opts.wsCompression ?? false,
+      write,
+      rateLimiter,
     });
+    await app.register(approvalRoutes, { store, write, agents });
+    await app.register(meshRoutes, { mesh, db: store.db, write });
+    await app.register(mcpRoutes, {
+      log,
+      mesh,
+      ...(opts.schemaPackFile !== undefined ? { schemaPackFile: opts.schemaPackFile } : {}),
+    });
+    await app.register(controlRoutes, { hub: nodes, clock, log, write, credentials });
+    await app.register(nodeRequestRoutes, { hub: nodes, store, agents });
+    await app.register(attachRoutes, {
+      ...streams,
+      ...(opts.attachOrigins ? { allowedOrigins: opts.attachOrigins } : {}),
+      agents,
+      store,
+      auth,
+      nodes,
+      authFailures,
+    });
+    await app.register(credentialRoutes, { store, write, auth, keys, presence: (id) => nodes.isOnline(id) });
+    await app.register(recordRoutes, { store, write });
+    await app.register(secretRoutes, {
+      clock,
+      log,
+      store,
+      write,
+      dataDir: opts.dataDir,
+      ...(opts.masterKey !== undefined ? { masterKey: opts.masterKey } : {}),
+      agents,
+    });
+    await app.register(consoleRoutes, opts.consoleDir ? { dir: opts.consoleDir } : {});
+    // Last: the OpenAPI document describes every route registered above.
+    openapiRoute(app);
     // Upgraded sockets (WebSockets, and upgrades refused with 401/403) are not tracked by the
     // HTTP server: a refused one whose client left stays half-open and would hold close()
     // forever. End them when the peer does, and destroy what is left at shutdown.
@@ -246,8 +282,14 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
 
     let stopping: Promise<void> | null = null;
     return {
-      ctx,
       app,
+      store,
+      write,
+      clock,
+      log,
+      auth,
+      nodes,
+      eventsCommitted,
       mesh,
       async listen(host, port) {
         await app.listen({ host, port });

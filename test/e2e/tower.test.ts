@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MIGRATIONS } from '../../src/tower/store/migrations.js';
+import { MIGRATIONS } from '../../src/tower/migrations.js';
 import { createTestSchema, type TestSchema } from '../support/pg.js';
 import { run, SVC_BIN, startTowerProc, stopAll } from '../support/procs.js';
 import { makeTempDir } from '../support/tmp.js';

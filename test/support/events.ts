@@ -24,12 +24,11 @@ export async function loggedEvents(
 
 /** A feed hub of its own on a test tower's store, woken by the tower's commits; stop() it. */
 export async function startFeedHub(tower: Tower): Promise<FeedHub> {
-  const { ctx } = tower;
   const hub = new FeedHub({
-    store: ctx.store,
-    clock: ctx.clock,
+    store: tower.store,
+    clock: tower.clock,
     log: silentLogger(),
-    onLocalCommit: (listener) => ctx.eventsCommitted.on(listener),
+    onLocalCommit: (listener) => tower.eventsCommitted.on(listener),
     blocks: [meshTaskBlocks],
   });
   await hub.start();

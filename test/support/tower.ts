@@ -76,11 +76,11 @@ export async function startTestTower(
  * waits for the pass under way), to see where it leaves the feed's watermark.
  */
 export async function sequencerPass(t: TestTower): Promise<void> {
-  const { ctx } = t.tower;
+  const { store, clock, log } = t.tower;
   const probe = createSequencer({
-    store: ctx.store,
-    clock: ctx.clock,
-    log: ctx.log,
+    store,
+    clock,
+    log,
     sequenced: new Signal(),
   });
   await probe.start();

@@ -34,6 +34,17 @@ export function parseMeshInFlight(text: string): number {
   return n;
 }
 
+/** SVC_SEQ_GAP_MS: the feed sequencer's pause between busy passes (PostgreSQL), ms. */
+export function parseSequencerGap(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || n < 1) {
+    throw new UsageError(
+      `invalid SVC_SEQ_GAP_MS "${text}": expected a positive integer of milliseconds (default 2)`,
+    );
+  }
+  return n;
+}
+
 /** "600" (per minute), "600/1m", "100/10s", or "0" to disable. */
 export function parseRateLimit(text: string, label = '--rate-limit'): { limit: number; windowMs: number } {
   const m = /^(\d+)(?:\/(.+))?$/.exec(text.trim());
@@ -164,6 +175,8 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         storeTimeouts,
         busyTimeoutMs,
         ...(env.SVC_MESH_IN_FLIGHT ? { meshInFlight: parseMeshInFlight(env.SVC_MESH_IN_FLIGHT) } : {}),
+        ...(env.SVC_SCHEMA_PACK_FILE ? { schemaPackFile: env.SVC_SCHEMA_PACK_FILE } : {}),
+        ...(env.SVC_SEQ_GAP_MS ? { sequencerGapMs: parseSequencerGap(env.SVC_SEQ_GAP_MS) } : {}),
       });
     } catch (e) {
       throw storeOpenError(e, flags.database, dataDir);
@@ -187,7 +200,7 @@ export function registerTower(program: Command, deps: CommandDeps): void {
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
     });
-    deps.io.out(`svc tower listening on ${url} (${tower.ctx.store.describe})`);
+    deps.io.out(`svc tower listening on ${url} (${tower.store.describe})`);
     await stopped;
     closeLog();
   });

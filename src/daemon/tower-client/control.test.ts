@@ -40,7 +40,7 @@ describe('svcd control channel client', () => {
     await control.start();
     await control.waitConnected();
     expect(control.connected).toBe(true);
-    expect(t.tower.ctx.nodes.attachSecret(node.id)).toBe(control.attachSecret);
+    expect(t.tower.nodes.attachSecret(node.id)).toBe(control.attachSecret);
     const task = (await t.call('POST', `/work/missions/${m.id}/tasks`, { title: 'x' })).body as {
       id: string;
     };
@@ -49,7 +49,7 @@ describe('svcd control channel client', () => {
     control.setAgentStatus(agent.id, 'busy');
     await waitFor('busy on the tower', async () => (await statusOf()) === 'busy');
 
-    t.tower.ctx.nodes.closeAll();
+    t.tower.nodes.closeAll();
     await waitFor('the drop to be noticed', () => !control.connected);
     expect(control.status?.()).toMatchObject({ connected: false, connects: 1 });
     // Backoff runs on the injected clock: 0.5 s with random() = 0.
@@ -60,7 +60,7 @@ describe('svcd control channel client', () => {
     control.setAgentStatus(agent.id, null);
     await waitFor('offline when the agent stops', async () => (await statusOf()) === 'offline');
     await control.stop();
-    await waitFor('the tower to see it go', () => !t.tower.ctx.nodes.isOnline(node.id));
+    await waitFor('the tower to see it go', () => !t.tower.nodes.isOnline(node.id));
   });
 
   it('reports a refused credential and keeps retrying', async () => {

@@ -6,7 +6,9 @@
 // like control channels: the viewer must reach the replica its node is connected to.
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import type { WebSocket } from 'ws';
+import type { Logger } from '../../lib/log.js';
 import {
   ATTACH_TICKETS_PATH,
   ATTACH_WS_PATH,
@@ -22,11 +24,19 @@ import {
 } from '../../protocol/attach.js';
 import { attachSignature } from '../../protocol/attach-signature.js';
 import { type ErrorCode, isSvcError, SvcError } from '../../protocol/errors.js';
+import type { Authenticator } from '../auth/authenticate.js';
+import type { CredentialWatch } from '../auth/credential-watch.js';
 import { canSeeDomain, hasScope, type Principal } from '../auth/principal.js';
-import type { TowerContext } from '../context.js';
-import type { TowerApp, TowerPlugin } from '../http/app.js';
-import { addressRefusal, countAuthFailure, credentialHeader } from '../http/auth-hook.js';
+import type { TowerApp } from '../http/app.js';
+import {
+  type AddressLimitDeps,
+  addressRefusal,
+  countAuthFailure,
+  credentialHeader,
+} from '../http/auth-hook.js';
+import type { ControlHub } from '../nodes/control-hub.js';
 import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
+import type { Store } from '../store/open.js';
 import { pipeSockets } from './pipe.js';
 import { attachSchemas } from './schemas.js';
 
@@ -54,13 +64,26 @@ interface PendingStream {
 
 const MAX_TICKETS = 10_000;
 
-export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
-  return (app: TowerApp, ctx: TowerContext) => {
-    const log = ctx.log.child({ component: 'attach' });
-    const agents = opts.agents ?? agentsTableLookup;
+/** What the attach routes use besides their options. */
+export interface AttachDeps extends AttachOptions, AddressLimitDeps {
+  log: Logger;
+  store: Store;
+  auth: Authenticator;
+  /** Re-checks the credentials of open streams; ends them once revoked. */
+  credentials: CredentialWatch;
+  /** The node control channels: attach secrets and the dial-back request go through them. */
+  nodes: ControlHub;
+  /** Aborted when the tower begins shutting down: open streams end on it. */
+  shutdown: AbortSignal;
+}
+
+export const attachRoutes = fp(
+  async (app: TowerApp, deps: AttachDeps) => {
+    const log = deps.log.child({ component: 'attach' });
+    const agents = deps.agents ?? agentsTableLookup;
     const tickets = new Map<string, Ticket>();
     const pending = new Map<string, PendingStream>();
-    const watch = ctx.credentials;
+    const watch = deps.credentials;
     const hash = (t: string) => createHash('sha256').update(t).digest('hex');
 
     /** May this principal attach to the agent on the node? Throws the refusal. */
@@ -73,7 +96,7 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
           `attaching${readOnly ? ' read-only' : ''} needs the "${scope}" scope${readOnly ? '' : ' (or attach with read_only)'}`,
         );
       }
-      const enrolled = await agents(ctx.store.db, agent);
+      const enrolled = await agents(deps.store.db, agent);
       if (enrolled && enrolled.node_id !== node) {
         throw new SvcError(
           'agent_not_found',
@@ -94,7 +117,7 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
       const origin = req.headers.origin;
       if (origin === undefined) return true; // not a browser
       const own = `${req.protocol}://${req.headers.host ?? ''}`;
-      return origin === own || (opts.allowedOrigins ?? []).includes(origin);
+      return origin === own || (deps.allowedOrigins ?? []).includes(origin);
     }
 
     app.post(ATTACH_TICKETS_PATH, {
@@ -104,7 +127,7 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         const body = req.body;
         const readOnly = body.read_only ?? false;
         await authorize(req.principal, body.node, body.agent, readOnly);
-        const now = ctx.clock.now();
+        const now = deps.clock.now();
         for (const [k, t] of tickets) if (t.expiresAt <= now) tickets.delete(k);
         if (tickets.size >= MAX_TICKETS)
           throw new SvcError('rate_limited', 'too many open attach tickets; retry soon', { retryAfter: 60 });
@@ -136,10 +159,10 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         socket.pause();
         // This route authenticates itself (tickets): the address limit applies here as in
         // the auth hook, before any credential is looked up.
-        const limited = addressRefusal(ctx, req.ip);
+        const limited = addressRefusal(deps, req.ip);
         if (limited) return refuse(socket, limited.code, limited.message);
         void openStream(socket, req).catch((e: unknown) => {
-          countAuthFailure(ctx, req.ip, e);
+          countAuthFailure(deps, req.ip, e);
           const err = isSvcError(e) ? e : new SvcError('internal', 'attach failed');
           if (!isSvcError(e)) log.error({ err: e }, 'attach failed');
           refuse(socket, err.code, err.message);
@@ -165,7 +188,7 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         const key = hash(ticketText);
         const t = tickets.get(key);
         tickets.delete(key); // single use, even when refused below
-        if (!t || t.expiresAt <= ctx.clock.now()) {
+        if (!t || t.expiresAt <= deps.clock.now()) {
           throw new SvcError(
             'unauthenticated',
             'unknown, used or expired attach ticket: get a new one (POST /api/attach-tickets)',
@@ -183,15 +206,15 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
       // attach.open carries the agent id: what the node would refuse never goes out.
       if (node.length > 200 || agent.length > 200)
         throw new SvcError('bad_request', 'node and agent ids are at most 200 characters');
-      const principal = await ctx.auth.fromHeader(header || undefined);
+      const principal = await deps.auth.fromHeader(header || undefined);
       await authorize(principal, node, agent, readOnly);
-      if (!ctx.nodes.isOnline(node)) {
+      if (!deps.nodes.isOnline(node)) {
         throw new SvcError(
           'node_offline',
           `node ${node} is not connected to the tower: is its svcd running?`,
         );
       }
-      const secret = ctx.nodes.attachSecret(node);
+      const secret = deps.nodes.attachSecret(node);
       if (!secret) throw new SvcError('node_offline', `node ${node} has not registered an attach secret yet`);
 
       const streamId = `st_${randomBytes(16).toString('base64url')}`;
@@ -201,11 +224,11 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         cols: size.cols,
         rows: size.rows,
         read_only: readOnly,
-        ts: ctx.clock.now(),
+        ts: deps.clock.now(),
       };
       let nodeHeader = '';
       const nodeSocket = await new Promise<WebSocket | null>((resolve) => {
-        const timer = ctx.clock.setTimeout(() => {
+        const timer = deps.clock.setTimeout(() => {
           pending.delete(streamId);
           resolve(null);
         }, DIAL_BACK_TIMEOUT_MS);
@@ -225,7 +248,7 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
             resolve(null);
           }
         });
-        const sent = ctx.nodes.send(node, {
+        const sent = deps.nodes.send(node, {
           type: 'attach.open',
           ...fields,
           sig: attachSignature(secret, fields),
@@ -247,7 +270,7 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
           `node ${node} did not answer the attach request within ${DIAL_BACK_TIMEOUT_MS / 1000} s`,
         );
       }
-      const started = ctx.clock.now();
+      const started = deps.clock.now();
       // Both credentials are re-checked while the stream lives: the viewer's, and the node's
       // (a node re-registered, or whose signing key was retired, loses its streams too).
       const unwatchViewer = watch.add(header, {
@@ -275,8 +298,8 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         refuse(viewer, 'unavailable', 'the tower is shutting down; attach again');
         nodeSocket.close(1001, 'tower shutting down');
       };
-      ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
-      if (ctx.shutdown.aborted) {
+      deps.shutdown.addEventListener('abort', onShutdown, { once: true });
+      if (deps.shutdown.aborted) {
         // An aborted signal never fires again.
         unwatch();
         return onShutdown();
@@ -286,9 +309,9 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         nodeSocket,
         (code) => {
           unwatch();
-          ctx.shutdown.removeEventListener('abort', onShutdown);
+          deps.shutdown.removeEventListener('abort', onShutdown);
           log.info(
-            { stream: streamId, node, agent, who: principal.name, code, ms: ctx.clock.now() - started },
+            { stream: streamId, node, agent, who: principal.name, code, ms: deps.clock.now() - started },
             'attach stream closed',
           );
         },
@@ -337,8 +360,9 @@ export function attachRoutes(opts: AttachOptions = {}): TowerPlugin {
         p.arrived(socket, credentialHeader(req));
       },
     );
-  };
-}
+  },
+  { name: 'svc-attach' },
+);
 
 function refuse(ws: WebSocket, code: ErrorCode, message: string): void {
   if (ws.readyState !== ws.OPEN) return;

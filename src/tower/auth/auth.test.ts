@@ -205,7 +205,7 @@ describe.each(STORES)('auth on %s', (store) => {
     const forced = await t.call('POST', '/nodes', { hostname: `n-${store}`, force: true });
     expect(forced.status).toBe(200);
     expect(forced.body.id).toBe(first.body.id);
-    t.tower.ctx.auth.invalidate();
+    t.tower.auth.invalidate();
     const stale = await t.call('GET', `/nodes/${first.body.id}`, undefined, jwt1);
     expect(stale.status).toBe(401);
     expect(
@@ -226,11 +226,11 @@ describe.each(STORES)('auth on %s', (store) => {
     const rotated = await t.call('POST', '/admin/signing-keys/rotate');
     expect(rotated.status).toBe(201);
     expect(rotated.body.kid).not.toBe(oldKid);
-    t.tower.ctx.auth.invalidate();
+    t.tower.auth.invalidate();
     expect((await t.call('GET', `/nodes/${reg.body.id}`, undefined, jwt)).status).toBe(200);
     expect((await t.call('POST', `/admin/signing-keys/${rotated.body.kid}/retire`)).status).toBe(409);
     expect((await t.call('POST', `/admin/signing-keys/${oldKid}/retire`)).status).toBe(200);
-    t.tower.ctx.auth.invalidate();
+    t.tower.auth.invalidate();
     expect((await t.call('GET', `/nodes/${reg.body.id}`, undefined, jwt)).status).toBe(401);
   });
 });

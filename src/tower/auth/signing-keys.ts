@@ -8,7 +8,7 @@ import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { SigningKey } from '../../protocol/auth.js';
 import { SvcError } from '../../protocol/errors.js';
-import { transaction } from '../store/tx.js';
+import { transaction } from '../store/transaction.js';
 import type { Db, Dialect, SigningKeyRow } from '../store/types.js';
 
 export const NODE_JWT_ISSUER = 'svc-tower';

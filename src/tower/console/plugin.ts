@@ -8,8 +8,9 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { SvcError } from '../../protocol/errors.js';
-import type { TowerPlugin } from '../http/app.js';
+import type { TowerApp } from '../http/app.js';
 import { consoleSchemas } from './schemas.js';
 
 export const CONSOLE_CSP = [
@@ -83,9 +84,14 @@ function securityHeaders(reply: FastifyReply): void {
   reply.header('cross-origin-resource-policy', 'same-origin');
 }
 
-export function consoleRoutes(opts: { dir?: string } = {}): TowerPlugin {
-  return (app) => {
-    const dir = opts.dir ?? defaultConsoleDir();
+export interface ConsoleDeps {
+  /** The built web console (default: dist/console of this package). */
+  dir?: string;
+}
+
+export const consoleRoutes = fp(
+  async (app: TowerApp, deps: ConsoleDeps) => {
+    const dir = deps.dir ?? defaultConsoleDir();
     // Read once at start: the bundle is small and immutable for the life of the process.
     const assets = loadAssets(dir);
     const send = (req: FastifyRequest, reply: FastifyReply, asset: Asset, immutable: boolean) => {
@@ -115,5 +121,6 @@ export function consoleRoutes(opts: { dir?: string } = {}): TowerPlugin {
       if (!asset) throw new SvcError('not_found', `no console asset ${path}`);
       return send(req, reply, asset, true);
     });
-  };
-}
+  },
+  { name: 'svc-console' },
+);

@@ -13,7 +13,7 @@ describe.each(STORES)('approvals and inbox on %s', (store) => {
   const domain = async (name: string) => (await t.call('POST', '/domains', { name })).body as { id: string };
   const eventsOf = async (type: string) =>
     (
-      await t.tower.ctx.store.db
+      await t.tower.store.db
         .selectFrom('events')
         .select(['type', 'status', 'payload'])
         .where('type', '=', type)

@@ -1,15 +1,16 @@
 // Approvals (pending → approved | rejected, decided once) and inbox messages, each change
 // written with its feed event in one transaction.
 import type { FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { newId } from '../../lib/ids.js';
 import type { Approval, InboxMessage } from '../../protocol/approvals.js';
 import { SvcError } from '../../protocol/errors.js';
 import { canSeeDomain } from '../auth/principal.js';
-import type { TowerContext } from '../context.js';
-import type { TowerApp, TowerPlugin } from '../http/app.js';
+import type { TowerApp } from '../http/app.js';
 import { listInDomains } from '../records/access.js';
 import type { AgentLookup } from '../secrets/agents.js';
-import type { Tx } from '../store/tx.js';
+import type { Store } from '../store/open.js';
+import type { Tx, Write } from '../store/tx.js';
 import type { ApprovalRow } from './migrations.js';
 import { feedSchemas } from './schemas.js';
 
@@ -35,11 +36,18 @@ function approvalEvent(tx: Tx, a: Approval, action: 'requested' | 'approved' | '
   });
 }
 
-export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
-  return (app: TowerApp, ctx: TowerContext) => {
+/** What the approval and inbox routes use. */
+export interface ApprovalRoutesDeps {
+  store: Store;
+  write: Write;
+  agents: AgentLookup;
+}
+
+export const approvalRoutes = fp(
+  async (app: TowerApp, deps: ApprovalRoutesDeps) => {
     const visibleDomain = async (req: FastifyRequest, domainId: string) => {
       const row = canSeeDomain(req.principal, domainId)
-        ? await ctx.store.db.selectFrom('domains').select('id').where('id', '=', domainId).executeTakeFirst()
+        ? await deps.store.db.selectFrom('domains').select('id').where('id', '=', domainId).executeTakeFirst()
         : undefined;
       if (!row) throw new SvcError('not_found', `domain ${domainId} not found`);
     };
@@ -50,7 +58,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
       handler: async (req, reply) => {
         const body = req.body;
         await visibleDomain(req, body.domain_id);
-        const approval = await ctx.write(async (tx) => {
+        const approval = await deps.write(async (tx) => {
           const a: Approval = {
             id: newId('apr', tx.nowMs),
             domain_id: body.domain_id,
@@ -78,7 +86,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
       schema: feedSchemas.listApprovals,
       handler: async (req) => {
         const q = req.query;
-        let sel = ctx.store.db.selectFrom('approvals').selectAll();
+        let sel = deps.store.db.selectFrom('approvals').selectAll();
         if (q.status) sel = sel.where('status', '=', q.status);
         return listInDomains(sel, req.principal, q, approvalOf);
       },
@@ -87,7 +95,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
     const load = async (
       req: FastifyRequest,
       id: string,
-      db = ctx.store.db as Tx['db'],
+      db = deps.store.db as Tx['db'],
     ): Promise<ApprovalRow> => {
       const row = await db.selectFrom('approvals').selectAll().where('id', '=', id).executeTakeFirst();
       if (!row || !canSeeDomain(req.principal, row.domain_id)) {
@@ -108,7 +116,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
         schema: feedSchemas.decideApproval(decision),
         handler: async (req) => {
           const body = req.body ?? {};
-          return ctx.write(async (tx) => {
+          return deps.write(async (tx) => {
             const row = await load(req, req.params.approval_id, tx.db);
             const status = decision === 'approve' ? 'approved' : 'rejected';
             // The status check is in the UPDATE itself, so two deciders racing on two
@@ -149,7 +157,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
       schema: feedSchemas.sendInbox,
       handler: async (req, reply) => {
         const body = req.body;
-        const enrolled = await opts.agents(ctx.store.db, body.agent_id);
+        const enrolled = await deps.agents(deps.store.db, body.agent_id);
         const domainId = enrolled?.domain_id ?? body.domain_id;
         if (domainId === undefined) {
           throw new SvcError(
@@ -161,7 +169,7 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
           throw new SvcError('not_found', `agent ${body.agent_id} not found in domain ${body.domain_id}`);
         }
         await visibleDomain(req, domainId);
-        const message = await ctx.write(async (tx) => {
+        const message = await deps.write(async (tx) => {
           const m: InboxMessage = {
             id: newId('msg', tx.nowMs),
             domain_id: domainId,
@@ -188,10 +196,11 @@ export function approvalRoutes(opts: { agents: AgentLookup }): TowerPlugin {
       schema: feedSchemas.listInbox,
       handler: async (req) => {
         const q = req.query;
-        let sel = ctx.store.db.selectFrom('inbox_messages').selectAll();
+        let sel = deps.store.db.selectFrom('inbox_messages').selectAll();
         if (q.agent_id !== undefined) sel = sel.where('agent_id', '=', q.agent_id);
         return listInDomains(sel, req.principal, q, (m) => m);
       },
     });
-  };
-}
+  },
+  { name: 'svc-approvals' },
+);

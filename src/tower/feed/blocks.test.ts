@@ -87,7 +87,7 @@ describe('event blocks on postgres', () => {
   });
 
   it('stores a batch claim and a batch completion as one row each, ids stepping past them', async () => {
-    const rows = await t.tower.ctx.store.db
+    const rows = await t.tower.store.db
       .selectFrom('events')
       .select(['id', 'n', 'payload'])
       .where('type', '=', 'matrix')
@@ -101,9 +101,7 @@ describe('event blocks on postgres', () => {
     for (let i = 1; i < ids.length; i++) {
       expect((ids[i] as number) - (ids[i - 1] as number)).toBeGreaterThanOrEqual(EVENT_BLOCK_MAX);
     }
-    const logged = (await loggedEvents(t.tower.ctx.store.db)).filter((e) =>
-      e.payload.includes('"mesh_task"'),
-    );
+    const logged = (await loggedEvents(t.tower.store.db)).filter((e) => e.payload.includes('"mesh_task"'));
     expect(logged).toHaveLength(15);
     const claimBase = BigInt(rows[5]?.id ?? 0);
     expect(logged.slice(5, 10).map((e) => BigInt(e.id))).toEqual(
@@ -187,7 +185,7 @@ describe('event blocks on postgres', () => {
       { entity: 'mesh_task', action: 'claimed', id: created.id, title, state: 'claimed', attempt: 1 },
       { entity: 'mesh_task', action: 'failed', id: created.id, title, state: 'failed', attempt: 1, reason },
     ]);
-    const rows = await t.tower.ctx.store.db
+    const rows = await t.tower.store.db
       .selectFrom('events')
       .select('n')
       .where('payload', 'like', `%${created.id}%`)
@@ -221,7 +219,7 @@ describe('fast mesh statements publish their own events on postgres', () => {
     const mcp = (tool: string, args: Record<string, unknown>) =>
       t.call('POST', '/mcp/call', { tool, args }, node.jwt);
     const readable = async (act: string) =>
-      (await loggedEvents(t.tower.ctx.store.db, 'feed_events')).filter((e) =>
+      (await loggedEvents(t.tower.store.db, 'feed_events')).filter((e) =>
         e.payload.includes(`"action":"${act}"`),
       ).length;
 

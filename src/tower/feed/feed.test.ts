@@ -70,7 +70,7 @@ describe.each(STORES)('feed on %s', (store) => {
       live.got.some((e) => (e.data.payload as { name?: string }).name === 'new'),
     );
     await live.close();
-    const pruned = await pruneEvents(t.tower.ctx.store, clock.now() + 8 * 86_400_000, 7 * 86_400_000);
+    const pruned = await pruneEvents(t.tower.store, clock.now() + 8 * 86_400_000, 7 * 86_400_000);
     expect(pruned).toBeGreaterThan(0);
     const old = openStream(`${base}/events/stream?last_event_id=0&domain_id=${d.id}`, t.adminToken);
     await waitFor('reset and the kept event', () => old.got.length >= 2);
@@ -82,8 +82,7 @@ describe.each(STORES)('feed on %s', (store) => {
     // reset, however far the next id is); one from below it gets a reset that says where to
     // resume.
     const through = String(
-      (await t.tower.ctx.store.db.selectFrom('event_pruned').select('through').executeTakeFirstOrThrow())
-        .through,
+      (await t.tower.store.db.selectFrom('event_pruned').select('through').executeTakeFirstOrThrow()).through,
     );
     const kept = BigInt(String(old.got[1]?.id));
     expect(BigInt(through)).toBeLessThan(kept);

@@ -60,7 +60,7 @@ describe('feed hub fan-out by view', () => {
       hub.subscribe(principal('admin', null), { domainIds: ['dom_a'], types: ['progress'] }, null, onlyA),
       hub.subscribe(principal('tok_b', ['dom_b']), {}, null, domainB),
     ]);
-    await t.tower.ctx.write(async (tx) => {
+    await t.tower.write(async (tx) => {
       for (const domain_id of ['dom_a', 'dom_b', null, 'dom_a']) {
         tx.emit({ type: 'progress', domain_id, mission_id: null, agent_id: null, status: null, payload: {} });
       }
@@ -85,7 +85,7 @@ describe('feed hub fan-out by view', () => {
   it('reads no events while nobody subscribes; a live subscriber gets what comes after it', async () => {
     expect(hub.subscriberCount).toBe(0);
     const emit = (payload: Record<string, unknown>) =>
-      t.tower.ctx.write(async (tx) => {
+      t.tower.write(async (tx) => {
         tx.emit({
           type: 'progress',
           domain_id: null,
@@ -111,7 +111,7 @@ describe('feed hub on a store that fails', () => {
   it('ends a new subscription at once when the store cannot say where the feed is', async () => {
     const t = await startTestTower('sqlite');
     try {
-      const real = t.tower.ctx.store;
+      const real = t.tower.store;
       let down = false;
       const gone = {
         selectNoFrom: () => ({ executeTakeFirst: () => Promise.reject(new Error('Connection terminated')) }),
@@ -124,7 +124,7 @@ describe('feed hub on a store that fails', () => {
       };
       const hub = new FeedHub({
         store,
-        clock: t.tower.ctx.clock,
+        clock: t.tower.clock,
         log: silentLogger(),
         onLocalCommit: () => () => {},
         blocks: [],

@@ -1,9 +1,10 @@
 // The feed hub: one reader of the event log per tower replica, fanning events out to every
 // open stream (SSE or WebSocket) of this replica.
 //
-// The table is the source of truth; wake-ups only say "look again": local commits
-// (ctx.eventsCommitted), other replicas' sequencer (PostgreSQL LISTEN) and a backstop poll, so
-// a lost notification delays an event by at most the poll interval and never loses it.
+// The table is the source of truth; wake-ups only say "look again": local commits (the
+// tower's eventsCommitted signal), other replicas' sequencer (PostgreSQL LISTEN) and a
+// backstop poll, so a lost notification delays an event by at most the poll interval and
+// never loses it.
 // A subscriber that resumes is registered first, then replays from the table; live events that
 // arrive meanwhile wait in its queue and are de-duplicated by id at the switch, so the client
 // gets every later event exactly once, in order, with no gap between replay and live.

@@ -5,8 +5,8 @@ import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openTempStore, type TempStore } from '../../../test/support/store.js';
 import { FakeClock } from '../../lib/clock.js';
+import { MIGRATIONS } from '../migrations.js';
 import { EVENT_BLOCK_MAX } from '../store/event-blocks.js';
-import { MIGRATIONS } from '../store/migrations.js';
 import { migrate } from '../store/open.js';
 
 describe('event id migration on postgres', () => {
@@ -33,7 +33,7 @@ describe('event id migration on postgres', () => {
     await sql`update events set id = pk + 10 where pk <= 3`.execute(db);
     await sql`delete from events where id = 12`.execute(db);
 
-    expect(await migrate(store, clock)).toContain(11);
+    expect(await migrate(store, clock, MIGRATIONS)).toContain(11);
 
     const rows = await db.selectFrom('events').select(['id', 'payload']).orderBy('id').execute();
     expect(rows.map((r) => [Number(r.id), (JSON.parse(r.payload) as { n: number }).n])).toEqual([
@@ -78,7 +78,7 @@ describe.each(['sqlite', 'postgres'] as const)('event block migration on %s', (d
     for (let n = 1; n <= 3; n++) await ev(n).execute(db);
     const before = await db.selectFrom('events').select(['id', 'payload']).orderBy('id').execute();
 
-    expect(await migrate(store, clock)).toEqual([12]);
+    expect(await migrate(store, clock, MIGRATIONS)).toEqual([12]);
 
     const after = await db.selectFrom('events').select(['id', 'payload', 'n']).orderBy('id').execute();
     expect(after.map((r) => [String(r.id), r.payload, r.n])).toEqual(
@@ -104,7 +104,7 @@ describe('event payload compression on postgres', () => {
     const tmp = await openTempStore('postgres', 'svc-evlz4-');
     try {
       const { store } = tmp;
-      await migrate(store, new FakeClock(0));
+      await migrate(store, new FakeClock(0), MIGRATIONS);
       const r = await sql<{ compression: string; options: string[] | null }>`
         select a.attcompression as compression, c.reloptions as options
         from pg_attribute a join pg_class c on c.oid = a.attrelid
@@ -142,7 +142,7 @@ describe.each(['sqlite', 'postgres'] as const)('pruned-through migration on %s',
             .deleteFrom('events')
             .where('id', '=', ids[0] as number)
             .execute();
-        expect(await migrate(store, clock)).toEqual([14]);
+        expect(await migrate(store, clock, MIGRATIONS)).toEqual([14]);
         const row = await db.selectFrom('event_pruned').select('through').execute();
         expect(row.map((r) => Number(r.through))).toEqual([events > 0 ? (ids[1] as number) - 1 : 0]);
       } finally {

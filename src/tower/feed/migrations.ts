@@ -40,6 +40,11 @@ export interface FeedTables {
   inbox_messages: InboxMessageRow;
 }
 
+// The store's table map learns this area's tables here (store/types.ts imports no area).
+declare module '../store/types.js' {
+  interface Tables extends FeedTables {}
+}
+
 export const feedMigration: Migration = {
   version: 10,
   name: 'feed: node event keys, approvals, inbox',

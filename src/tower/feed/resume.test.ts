@@ -19,7 +19,7 @@ describe.each(STORES)('feed resume on %s', (store) => {
   });
 
   async function idsOfDomain(domainId: string): Promise<string[]> {
-    const rows = await t.tower.ctx.store.db
+    const rows = await t.tower.store.db
       .selectFrom('feed_events')
       .select('id')
       .where('domain_id', '=', domainId)
@@ -73,7 +73,7 @@ describe.each(STORES)('feed resume on %s', (store) => {
   });
 
   async function headId(): Promise<string> {
-    const r = await t.tower.ctx.store.db
+    const r = await t.tower.store.db
       .selectFrom('feed_events')
       .select((eb) => eb.fn.max('id').as('max'))
       .executeTakeFirst();
@@ -93,7 +93,7 @@ describe.each(STORES)('feed resume on %s', (store) => {
       // A write that inserts its event first (the smaller id) and commits last.
       const commit = gate();
       const inserted = gate();
-      const late = t.tower.ctx.write(async (tx) => {
+      const late = t.tower.write(async (tx) => {
         await tx.db
           .insertInto('events')
           .values({

@@ -4,13 +4,18 @@ import { setMaxListeners } from 'node:events';
 import type { Socket } from 'node:net';
 import websocket from '@fastify/websocket';
 import type { FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import type { WebSocket } from 'ws';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import { TOWER_MAX_FRAME_BYTES } from '../../protocol/attach.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { EventType, FeedEvent, StreamQuery } from '../../protocol/events.js';
+import type { CredentialWatch } from '../auth/credential-watch.js';
 import type { Principal } from '../auth/principal.js';
-import type { TowerContext } from '../context.js';
-import type { TowerApp, TowerPlugin } from '../http/app.js';
+import type { TowerApp } from '../http/app.js';
+import type { RateLimiter } from '../http/rate-limit.js';
+import type { Write } from '../store/tx.js';
 import { FrameCache, httpChunk } from './frames.js';
 import type { FeedFilter, FeedHub, ResetInfo, Subscription } from './hub.js';
 import { feedSchemas } from './schemas.js';
@@ -56,27 +61,43 @@ function headerOf(req: FastifyRequest, q: StreamQuery): string {
 }
 
 /** The principal's rate_limit block as JSON, or null when limits are off. */
-function rateLimitJson(ctx: TowerContext, principal: Principal): string | null {
-  const block = ctx.rateLimiter.block(principal.id, ctx.clock.now());
+function rateLimitJson(
+  deps: Pick<FeedRouteDeps, 'rateLimiter' | 'clock'>,
+  principal: Principal,
+): string | null {
+  const block = deps.rateLimiter.block(principal.id, deps.clock.now());
   return block ? JSON.stringify(block) : null;
 }
 
-export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
-  const { hub } = opts;
-  const stats = opts.stats ?? new FeedStats();
-  return async (app: TowerApp, ctx: TowerContext) => {
+/** What the feed routes use besides their options. */
+export interface FeedRouteDeps extends FeedRouteOptions {
+  clock: Clock;
+  log: Logger;
+  write: Write;
+  /** Streams show the principal's rate-limit block. */
+  rateLimiter: RateLimiter;
+  /** Re-checks the credentials of open streams; ends them once revoked. */
+  credentials: CredentialWatch;
+  /** Aborted when the tower begins shutting down: open streams end on it. */
+  shutdown: AbortSignal;
+}
+
+export const feedRoutes = fp(
+  async (app: TowerApp, deps: FeedRouteDeps) => {
+    const { hub } = deps;
+    const stats = deps.stats ?? new FeedStats();
     // The hub hands every stream the same event objects: their wire bytes are made once.
     const frames = new FrameCache({
-      now: () => ctx.clock.now(),
-      blockOf: (principal) => rateLimitJson(ctx, principal),
+      now: () => deps.clock.now(),
+      blockOf: (principal) => rateLimitJson(deps, principal),
     });
     // Every open stream listens for shutdown: thousands of listeners are expected, not a leak.
-    setMaxListeners(0, ctx.shutdown);
-    const watch = ctx.credentials;
+    setMaxListeners(0, deps.shutdown);
+    const watch = deps.credentials;
     // This registration serves every WebSocket route of the tower (feed, node control channel,
     // attach): attach senders split terminal bytes to fit (protocol/attach.ts).
     await app.register(websocket, {
-      options: { perMessageDeflate: opts.wsCompression ?? false, maxPayload: TOWER_MAX_FRAME_BYTES },
+      options: { perMessageDeflate: deps.wsCompression ?? false, maxPayload: TOWER_MAX_FRAME_BYTES },
     });
 
     app.get('/events/stream', {
@@ -149,9 +170,9 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         });
         res.on('close', () => finish(null));
         const onShutdown = () => finish('tower shutting down');
-        ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
-        res.on('close', () => ctx.shutdown.removeEventListener('abort', onShutdown));
-        if (ctx.shutdown.aborted) return onShutdown(); // an aborted signal never fires again
+        deps.shutdown.addEventListener('abort', onShutdown, { once: true });
+        res.on('close', () => deps.shutdown.removeEventListener('abort', onShutdown));
+        if (deps.shutdown.aborted) return onShutdown(); // an aborted signal never fires again
         sub = await hub.subscribe(principal, filterOf(q), after, {
           deliver(events) {
             if (closed) return true;
@@ -270,16 +291,16 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         // and its stream ends (1008) with a log line.
         socket.on('message', () => {
           if (closed) return;
-          ctx.log.warn(
+          deps.log.warn(
             { component: 'feed', principal: principal.id },
             'feed stream closed: the client sent a message',
           );
           finish(1008, 'this stream takes no messages');
         });
         const onShutdown = () => finish(1001, 'tower shutting down');
-        ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
-        socket.on('close', () => ctx.shutdown.removeEventListener('abort', onShutdown));
-        if (ctx.shutdown.aborted) return onShutdown(); // an aborted signal never fires again
+        deps.shutdown.addEventListener('abort', onShutdown, { once: true });
+        socket.on('close', () => deps.shutdown.removeEventListener('abort', onShutdown));
+        if (deps.shutdown.aborted) return onShutdown(); // an aborted signal never fires again
         sub = await hub.subscribe(principal, filterOf(q), after, {
           deliver(events) {
             if (closed) return true;
@@ -334,7 +355,7 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
             throw new SvcError('forbidden', `this node may not publish events of domain ${e.domain_id}`);
           }
         }
-        const accepted = await ctx.write(async (tx) => {
+        const accepted = await deps.write(async (tx) => {
           const keys = body.events.map((e) => `${nodeId}:${e.key}`);
           const seen = new Set(
             (await tx.db.selectFrom('node_event_keys').select('key').where('key', 'in', keys).execute()).map(
@@ -362,5 +383,6 @@ export function feedRoutes(opts: FeedRouteOptions): TowerPlugin {
         return reply.code(202).send({ accepted, duplicates: body.events.length - accepted });
       },
     });
-  };
-}
+  },
+  { name: 'svc-feed' },
+);

@@ -17,7 +17,7 @@ describe('event watermark on postgres', () => {
    * settings select the test's schema), rolled back if `fn` did not end it.
    */
   async function inTransaction(fn: (c: pg.Client) => Promise<void>): Promise<void> {
-    const c = new pg.Client(t.tower.ctx.store.pgConfig ?? {});
+    const c = new pg.Client(t.tower.store.pgConfig ?? {});
     await c.connect();
     try {
       await c.query('begin');
@@ -41,7 +41,7 @@ describe('event watermark on postgres', () => {
     );
 
   const visibleIds = async () =>
-    (await t.tower.ctx.store.db.selectFrom('feed_events').select('id').orderBy('id').execute()).map((r) =>
+    (await t.tower.store.db.selectFrom('feed_events').select('id').orderBy('id').execute()).map((r) =>
       Number(r.id),
     );
 
@@ -51,8 +51,8 @@ describe('event watermark on postgres', () => {
       t.call('POST', `/domains/${d.body.id}/m`, { name: `m${i}` }),
     );
     await Promise.all(writes);
-    const all = (await t.tower.ctx.store.db.selectFrom('events').select('id').orderBy('id').execute()).map(
-      (r) => Number(r.id),
+    const all = (await t.tower.store.db.selectFrom('events').select('id').orderBy('id').execute()).map((r) =>
+      Number(r.id),
     );
     expect(new Set(all).size).toBe(all.length);
     const visible = await waitFor('all events below the watermark', async () => {
@@ -70,16 +70,13 @@ describe('event watermark on postgres', () => {
       const m = await t.call('POST', `/domains/${d.body.id}/m`, { name: 'later' });
       expect(m.status).toBe(201);
       const later = Math.max(
-        ...(await t.tower.ctx.store.db.selectFrom('events').select('id').execute()).map((r) => Number(r.id)),
+        ...(await t.tower.store.db.selectFrom('events').select('id').execute()).map((r) => Number(r.id)),
       );
       expect(later).toBeGreaterThan(heldId);
       // A pass that starts after that commit (stop waits for the pass under way) cannot move
       // the watermark to the held id or past it while the holder is open.
       await sequencerPass(t);
-      const w0 = await t.tower.ctx.store.db
-        .selectFrom('event_watermark')
-        .select('w')
-        .executeTakeFirstOrThrow();
+      const w0 = await t.tower.store.db.selectFrom('event_watermark').select('w').executeTakeFirstOrThrow();
       expect(Number(w0.w)).toBeLessThan(heldId);
       expect((await visibleIds()).filter((id) => id >= heldId)).toEqual([]);
       await c.query('commit');
@@ -100,7 +97,7 @@ describe('event watermark on postgres', () => {
     const m = await t.call('POST', `/domains/${d.body.id}/m`, { name: 'after-abort' });
     expect(m.status).toBe(201);
     await waitFor('the later event readable', async () => {
-      const r = await t.tower.ctx.store.db
+      const r = await t.tower.store.db
         .selectFrom('feed_events')
         .select('id')
         .where('mission_id', '=', m.body.id as string)
@@ -111,17 +108,14 @@ describe('event watermark on postgres', () => {
 
   it('signals local readers after advancing the watermark', async () => {
     let fired = 0;
-    const off = t.tower.ctx.eventsCommitted.on(() => {
+    const off = t.tower.eventsCommitted.on(() => {
       fired++;
     });
     try {
       await t.call('POST', '/domains', { name: 'signal' });
       await waitFor('watermark signal', () => fired > 0);
-      const w = await t.tower.ctx.store.db
-        .selectFrom('event_watermark')
-        .select('w')
-        .executeTakeFirstOrThrow();
-      const max = await t.tower.ctx.store.db
+      const w = await t.tower.store.db.selectFrom('event_watermark').select('w').executeTakeFirstOrThrow();
+      const max = await t.tower.store.db
         .selectFrom('events')
         .select((eb) => eb.fn.max('id').as('max'))
         .executeTakeFirstOrThrow();

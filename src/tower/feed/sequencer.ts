@@ -32,7 +32,7 @@ import { notifyChannel } from './event-log.js';
 /** Backstop for events of a replica that died between commit and its pass. */
 const POLL_MS = 1000;
 /** Pause between passes while a candidate waits or writes keep arriving (real time). */
-const BUSY_GAP_MS = Number(process.env.SVC_SEQ_GAP_MS ?? 2);
+export const DEFAULT_BUSY_GAP_MS = 2;
 /** Longest pause between passes while a candidate waits for a writer. */
 const MAX_GAP_MS = 50;
 /** Candidates waiting at once (each later one is a newer watermark). */
@@ -57,7 +57,10 @@ export function createSequencer(deps: {
   log: Logger;
   /** Emitted after this replica advanced the watermark (local readers wake on it). */
   sequenced: Signal<void>;
+  /** Pause between passes while busy, ms (default DEFAULT_BUSY_GAP_MS; SVC_SEQ_GAP_MS at the CLI). */
+  busyGapMs?: number;
 }): Sequencer {
+  const busyGapMs = deps.busyGapMs ?? DEFAULT_BUSY_GAP_MS;
   const { store, clock } = deps;
   const log = deps.log.child({ component: 'sequencer' });
   let running: Promise<void> | null = null;
@@ -141,7 +144,7 @@ export function createSequencer(deps: {
     running = (async () => {
       try {
         let waiting = false;
-        let gap = BUSY_GAP_MS;
+        let gap = busyGapMs;
         do {
           again = false;
           const r = await pass();
@@ -149,7 +152,7 @@ export function createSequencer(deps: {
           // Busy: let writes gather for a moment, so one pass (one commit, one fsync)
           // publishes many. A lone write is published at once. While a writer stays in
           // flight, passes back off.
-          gap = r.settled ? BUSY_GAP_MS : Math.min(gap * 2, MAX_GAP_MS);
+          gap = r.settled ? busyGapMs : Math.min(gap * 2, MAX_GAP_MS);
           if ((again || waiting) && !stopped) await new Promise((r) => setTimeout(r, gap));
         } while ((again || waiting) && !stopped);
         if (failing) {

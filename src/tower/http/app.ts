@@ -1,5 +1,7 @@
 // Builds the tower's Fastify app: validation, problem+json errors, auth and rate limits,
-// metrics, health routes, then one plugin per area. Route tests use app.inject().
+// metrics and health routes. The composition root (tower.ts) then registers one plugin per
+// area with the dependencies that area uses, and last the OpenAPI document's route
+// (openapiRoute). Route tests use app.inject().
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type {
   FastifyBaseLogger,
@@ -11,22 +13,25 @@ import type {
   RouteOptions,
 } from 'fastify';
 import Fastify, { LogController } from 'fastify';
+import type { Logger } from '../../lib/log.js';
 import { VERSION } from '../../lib/version.js';
 import { SvcError } from '../../protocol/errors.js';
-import type { TowerContext } from '../context.js';
 import type { StoreHealth } from '../store/health.js';
 import type { Readiness } from '../store/readiness.js';
-import { installAuth } from './auth-hook.js';
+import { type AuthHookDeps, installAuth } from './auth-hook.js';
 import { RequestDeadline } from './deadline.js';
 import { createMetrics, installMetrics, type TowerMetrics } from './metrics.js';
-import { installOpenApi, openapiRoute } from './openapi.js';
+import { installOpenApi } from './openapi.js';
 import { installProblemHandlers } from './problem.js';
 import { healthSchemas } from './schemas.js';
 import { sharedSerializers } from './serializers.js';
 import { createValidatorCompiler, installTextRule } from './validation.js';
 import './fastify-types.js';
 
-/** The app as routes see it: requests and replies typed from the route's TypeBox schemas. */
+/**
+ * The app as routes see it: requests and replies typed from the route's TypeBox schemas.
+ * Each area's plugin takes it as its instance: `fp(async (app: TowerApp, deps: …) => …)`.
+ */
 export type TowerApp = FastifyInstance<
   RawServerDefault,
   RawRequestDefaultExpression,
@@ -35,13 +40,16 @@ export type TowerApp = FastifyInstance<
   TypeBoxTypeProvider
 >;
 
-export type TowerPlugin = (app: TowerApp, ctx: TowerContext) => void | Promise<void>;
+/** What the app itself uses: the clock and log, the body limit, and the auth hook's parts. */
+export interface AppDeps extends AuthHookDeps {
+  log: Logger;
+  bodyLimitBytes: number;
+}
 
 export interface BuildAppOptions {
   https?: { cert: Buffer; key: Buffer };
-  plugins: TowerPlugin[];
   metrics?: TowerMetrics;
-  /** Every request's deadline (default DEFAULT_REQUEST_DEADLINE_MS on ctx.clock). */
+  /** Every request's deadline (default DEFAULT_REQUEST_DEADLINE_MS on deps.clock). */
   deadline?: RequestDeadline;
   /** What /readyz answers (default: ready whenever asked). */
   readiness?: () => Promise<Readiness>;
@@ -51,12 +59,12 @@ export interface BuildAppOptions {
   onRoute?: (route: RouteOptions) => void;
 }
 
-export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promise<TowerApp> {
+export async function buildApp(deps: AppDeps, opts: BuildAppOptions): Promise<TowerApp> {
   const serverOpts: FastifyServerOptions & { https?: { cert: Buffer; key: Buffer } } = {
-    loggerInstance: ctx.log.child({ component: 'http' }),
+    loggerInstance: deps.log.child({ component: 'http' }),
     // Per-request lines would dominate the log; metrics count requests instead.
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: ctx.config.bodyLimitBytes,
+    bodyLimit: deps.bodyLimitBytes,
     // Idle keep-alive sockets close at shutdown; in-flight requests finish first.
     forceCloseConnections: 'idle',
     return503OnClosing: true,
@@ -73,9 +81,9 @@ export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promis
   const health = opts.health;
   installProblemHandlers(app, health ? { onStoreFault: (f) => health.failed(f) } : {});
   // Before auth: the deadline covers the auth lookup too.
-  const deadline = opts.deadline ?? new RequestDeadline(ctx.clock);
+  const deadline = opts.deadline ?? new RequestDeadline(deps.clock);
   deadline.install(app);
-  installAuth(app, ctx, deadline);
+  installAuth(app, deps, deadline);
   const metrics = opts.metrics ?? createMetrics();
   installMetrics(app, metrics);
 
@@ -99,7 +107,5 @@ export async function buildApp(ctx: TowerContext, opts: BuildAppOptions): Promis
     },
   );
 
-  for (const plugin of opts.plugins) await plugin(app, ctx);
-  openapiRoute(app);
   return app;
 }

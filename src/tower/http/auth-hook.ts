@@ -4,13 +4,31 @@
 // credentials costs time and the store no lookups. A route that forgets to declare a scope
 // fails at registration, so nothing is public by accident.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Clock } from '../../lib/clock.js';
 import { isSvcError, SvcError } from '../../protocol/errors.js';
+import type { Authenticator } from '../auth/authenticate.js';
 import { hasScope, isUnrestrictedAdmin, type Principal } from '../auth/principal.js';
-import type { TowerContext } from '../context.js';
 import type { RequestDeadline } from './deadline.js';
 import { sendProblem } from './problem.js';
+import type { RateLimiter } from './rate-limit.js';
 
-export function installAuth(app: FastifyInstance, ctx: TowerContext, deadline: RequestDeadline): void {
+/** Failed authentications per client address, and the clock they are counted on. */
+export interface AddressLimitDeps {
+  clock: Clock;
+  /**
+   * Failed authentications per client address: once an address has spent its window, its
+   * requests are refused (429) before any credential is looked up.
+   */
+  authFailures: RateLimiter;
+}
+
+export interface AuthHookDeps extends AddressLimitDeps {
+  auth: Authenticator;
+  /** Requests per principal and window. */
+  rateLimiter: RateLimiter;
+}
+
+export function installAuth(app: FastifyInstance, deps: AuthHookDeps, deadline: RequestDeadline): void {
   app.addHook('onRoute', (route) => {
     if (route.method === 'HEAD' || (Array.isArray(route.method) && route.method.includes('HEAD'))) return;
     if (!route.config?.scope) {
@@ -24,14 +42,14 @@ export function installAuth(app: FastifyInstance, ctx: TowerContext, deadline: R
     const header = credentialHeader(req);
     // A credential this replica already knows is not a guess: it passes even from an address
     // that others used up (another local user must not lock out the node on this machine).
-    const refused = ctx.auth.knownCredential(header) ? null : addressRefusal(ctx, req.ip);
+    const refused = deps.auth.knownCredential(header) ? null : addressRefusal(deps, req.ip);
     if (refused) return sendProblem(reply, refused);
     let principal: Principal | undefined;
     try {
       // A store that hangs must not hold the request past its deadline here either.
-      principal = await deadline.within(req, reply, ctx.auth.fromHeader(header));
+      principal = await deadline.within(req, reply, deps.auth.fromHeader(header));
     } catch (e) {
-      countAuthFailure(ctx, req.ip, e);
+      countAuthFailure(deps, req.ip, e);
       throw e;
     }
     if (!principal) return; // answered already (cannot happen before the handler; for types)
@@ -48,9 +66,9 @@ export function installAuth(app: FastifyInstance, ctx: TowerContext, deadline: R
       );
     }
     req.principal = principal;
-    if (!ctx.rateLimiter.enabled || req.routeOptions.config?.rateLimitExempt) return;
-    const d = ctx.rateLimiter.take(principal.id, ctx.clock.now());
-    const resetSeconds = Math.max(0, Math.ceil((d.resetAt - ctx.clock.now()) / 1000));
+    if (!deps.rateLimiter.enabled || req.routeOptions.config?.rateLimitExempt) return;
+    const d = deps.rateLimiter.take(principal.id, deps.clock.now());
+    const resetSeconds = Math.max(0, Math.ceil((d.resetAt - deps.clock.now()) / 1000));
     reply.header('RateLimit-Limit', String(d.limit));
     reply.header('RateLimit-Remaining', String(d.remaining));
     reply.header('RateLimit-Reset', String(resetSeconds));
@@ -70,10 +88,10 @@ export function installAuth(app: FastifyInstance, ctx: TowerContext, deadline: R
 }
 
 /** The 429 for an address whose failed authentications used up this window, or null. */
-export function addressRefusal(ctx: TowerContext, address: string): SvcError | null {
-  if (!ctx.authFailures.enabled) return null;
-  const now = ctx.clock.now();
-  const d = ctx.authFailures.peek(address, now);
+export function addressRefusal(deps: AddressLimitDeps, address: string): SvcError | null {
+  if (!deps.authFailures.enabled) return null;
+  const now = deps.clock.now();
+  const d = deps.authFailures.peek(address, now);
   if (d.remaining > 0) return null;
   const retryAfter = Math.max(1, Math.ceil((d.resetAt - now) / 1000));
   return new SvcError(
@@ -84,8 +102,8 @@ export function addressRefusal(ctx: TowerContext, address: string): SvcError | n
 }
 
 /** Counts a failed authentication against the client address (other errors do not count). */
-export function countAuthFailure(ctx: TowerContext, address: string, e: unknown): void {
-  if (isSvcError(e) && e.code === 'unauthenticated') ctx.authFailures.take(address, ctx.clock.now());
+export function countAuthFailure(deps: AddressLimitDeps, address: string, e: unknown): void {
+  if (isSvcError(e) && e.code === 'unauthenticated') deps.authFailures.take(address, deps.clock.now());
 }
 
 /**

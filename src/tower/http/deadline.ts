@@ -1,4 +1,4 @@
-// Every request is answered by its deadline (DESIGN §3: the store is never trusted to be up).
+// Every request is answered by its deadline (docs/operations.md: the store is never trusted to be up).
 // A handler, or the auth lookup before it, still waiting then — on a store that hangs, a pool
 // with no free connection — is answered 503 unavailable with Retry-After, and its late outcome
 // is dropped; the store's own timeouts (store/pg-connection.ts) end the wait underneath soon

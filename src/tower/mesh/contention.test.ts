@@ -88,7 +88,7 @@ describe('mesh claims across two replicas on PostgreSQL', () => {
 
     expect(completed.length).toBe(TASKS);
     expect(new Set(completed).size).toBe(TASKS);
-    const db = a.ctx.store.db;
+    const db = a.store.db;
     const states = await db
       .selectFrom('mesh_tasks')
       .select(['state', (eb) => eb.fn.countAll<string>().as('n')])

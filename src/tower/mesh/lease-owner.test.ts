@@ -31,7 +31,7 @@ for (const kind of STORES) {
       const claim = (await mcp(owner.jwt, 'claim_mesh_task', { agent_id: agentId, mission_id: missionId }))
         .body.result as { task: { id: string }; lease_id: string };
       const lease = { task_id: claim.task.id, lease_id: claim.lease_id };
-      const eventsBefore = (await loggedEvents(t.tower.ctx.store.db)).length;
+      const eventsBefore = (await loggedEvents(t.tower.store.db)).length;
       const before = (await t.call('GET', `/work/tasks/${claim.task.id}`)).body;
 
       const refused = [
@@ -47,7 +47,7 @@ for (const kind of STORES) {
       );
       expect(refused[5]?.body.result).toMatchObject({ items: [{ ok: false, code: 'forbidden' }] });
       expect((await t.call('GET', `/work/tasks/${claim.task.id}`)).body).toEqual(before);
-      expect(await loggedEvents(t.tower.ctx.store.db)).toHaveLength(eventsBefore);
+      expect(await loggedEvents(t.tower.store.db)).toHaveLength(eventsBefore);
 
       // The claimer's own node still can, with the same lease.
       const done = await mcp(owner.jwt, 'complete_mesh_task', { ...lease, result: { ok: true } });

@@ -73,7 +73,7 @@ describe('a lease-holding change racing another transaction on postgres', () => 
   }
 
   const completedEvents = async (taskId: string) =>
-    (await loggedEvents(t.tower.ctx.store.db)).filter((e) => {
+    (await loggedEvents(t.tower.store.db)).filter((e) => {
       const p = JSON.parse(e.payload) as { entity?: string; action?: string; id?: string };
       return p.entity === 'mesh_task' && p.action === 'completed' && p.id === taskId;
     });

@@ -47,7 +47,7 @@ describe.each(STORES)('mesh events, lists and tools on %s', (store) => {
     const run = await claimIn();
     await mcp('fail_mesh_task', { task_id: run.task.id, lease_id: run.lease_id, reason: 'late' });
 
-    const events = (await loggedEvents(t.tower.ctx.store.db)).filter(
+    const events = (await loggedEvents(t.tower.store.db)).filter(
       (e) => e.mission_id === m && e.type === 'matrix',
     );
     const of = (id: string) =>
@@ -115,13 +115,13 @@ describe.each(STORES)('mesh events, lists and tools on %s', (store) => {
     const count = async () =>
       Number(
         (
-          await t.tower.ctx.store.db
+          await t.tower.store.db
             .selectFrom('mesh_tasks')
             .select((eb) => eb.fn.countAll<string>().as('n'))
             .executeTakeFirstOrThrow()
         ).n,
       );
-    const events = async () => (await loggedEvents(t.tower.ctx.store.db)).length;
+    const events = async () => (await loggedEvents(t.tower.store.db)).length;
     const [tasks0, events0] = [await count(), await events()];
     const nope = await t.call('POST', '/work/missions/mis_nope/tasks', { title: 'lost' });
     expect([nope.status, nope.body.code]).toEqual([404, 'not_found']);

@@ -88,7 +88,7 @@ describe.each(STORES)('mesh claims on %s', (store) => {
     expect(again?.task).toMatchObject({ id: low2.id, attempt: 2, state: 'claimed' });
     expect(again?.task).toEqual((await t.call('GET', `/work/tasks/${low2.id}`)).body);
 
-    const events = (await loggedEvents(t.tower.ctx.store.db)).filter((e) => e.mission_id === missionId);
+    const events = (await loggedEvents(t.tower.store.db)).filter((e) => e.mission_id === missionId);
     const forHigh = events.filter((e) => (JSON.parse(e.payload) as { id?: string }).id === high.id);
     expect(forHigh.map((e) => e.status)).toEqual(['pending', 'claimed', 'running', 'completed']);
     expect(events.some((e) => e.type === 'progress')).toBe(true);
@@ -107,7 +107,7 @@ describe.each(STORES)('mesh claims on %s', (store) => {
     for (const task of [assigned, needsGpu]) {
       expect((await t.call('GET', `/work/tasks/${task.id}`)).body).toEqual(task);
     }
-    const createdOf = (await loggedEvents(t.tower.ctx.store.db)).find((e) => {
+    const createdOf = (await loggedEvents(t.tower.store.db)).find((e) => {
       const p = JSON.parse(e.payload) as { id?: string; action?: string };
       return p.id === assigned.id && p.action === 'created';
     });
@@ -134,7 +134,7 @@ describe.each(STORES)('mesh claims on %s', (store) => {
     // Nothing was written: no task, no event.
     const after = (await t.call('GET', `/work/missions/${missionId}/tasks?limit=500`)).body.items as Task[];
     expect(after.map((x) => x.id)).toEqual(before.map((x) => x.id));
-    const refused = (await loggedEvents(t.tower.ctx.store.db)).filter(
+    const refused = (await loggedEvents(t.tower.store.db)).filter(
       (e) => ['ag_nosuchagent', stranger.id].includes(e.agent_id ?? '') && e.payload.includes('"created"'),
     );
     expect(refused).toEqual([]);
@@ -210,7 +210,7 @@ describe.each(STORES)('mesh claims on %s', (store) => {
     expect(((await t.call('GET', `/work/tasks/${notMine}`)).body as unknown as Task).state).toBe('pending');
 
     // Insertion order: the id on both stores (given at insert).
-    const events = (await loggedEvents(t.tower.ctx.store.db)).filter((e) => e.mission_id === m);
+    const events = (await loggedEvents(t.tower.store.db)).filter((e) => e.mission_id === m);
     for (const c of all) {
       const mine = events
         .map((e) => ({ ...e, p: JSON.parse(e.payload) as Record<string, unknown> }))

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openTempStore, type TempStore } from '../../../test/support/store.js';
 import { FakeClock } from '../../lib/clock.js';
-import { MIGRATIONS } from '../store/migrations.js';
+import { MIGRATIONS } from '../migrations.js';
 import { migrate, type Store } from '../store/open.js';
 
 const NOW = '2026-11-24T10:00:00.000Z';
@@ -72,7 +72,7 @@ describe.each(['sqlite', 'postgres'] as const)('mesh_task_missions migration on 
 
   it('lists every existing task under its mission, and deletes a deleted mission or domain with its tasks', async () => {
     const { store: s, clock } = await storeBefore22();
-    expect(await migrate(s, clock)).toContain(22);
+    expect(await migrate(s, clock, MIGRATIONS)).toContain(22);
     expect(await listed(s)).toEqual(['mis_1/mt_1a', 'mis_1/mt_1b', 'mis_2/mt_2a', 'mis_3/mt_3a']);
 
     await s.db.deleteFrom('missions').where('id', '=', 'mis_1').execute();
@@ -86,7 +86,7 @@ describe.each(['sqlite', 'postgres'] as const)('mesh_task_missions migration on 
 
   it('refuses a task listing under a mission that does not exist', async () => {
     const { store: s, clock } = await storeBefore22();
-    await migrate(s, clock);
+    await migrate(s, clock, MIGRATIONS);
     await expect(
       s.db.insertInto('mesh_task_missions').values({ mission_id: 'mis_gone', id: 'mt_x' }).execute(),
     ).rejects.toThrow(/foreign key/i);
@@ -94,7 +94,7 @@ describe.each(['sqlite', 'postgres'] as const)('mesh_task_missions migration on 
 
   it.runIf(dialect === 'postgres')('leaves the task table without a mission index or key', async () => {
     const { store: s, clock } = await storeBefore22();
-    await migrate(s, clock);
+    await migrate(s, clock, MIGRATIONS);
     const indexes = await sql<{ indexname: string }>`select indexname from pg_indexes
       where schemaname = current_schema() and tablename = 'mesh_tasks' order by indexname`.execute(s.db);
     expect(indexes.rows.map((r) => r.indexname)).toEqual([
@@ -112,7 +112,7 @@ describe.each(['sqlite', 'postgres'] as const)('mesh_task_missions migration on 
     'compares the task key columns bytewise (migration 23), keeping the rows',
     async () => {
       const { store: s, clock } = await storeBefore22();
-      expect(await migrate(s, clock)).toEqual(expect.arrayContaining([22, 23]));
+      expect(await migrate(s, clock, MIGRATIONS)).toEqual(expect.arrayContaining([22, 23]));
       const cols = await sql<{
         column_name: string;
         collation_name: string | null;

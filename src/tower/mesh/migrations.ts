@@ -54,6 +54,11 @@ export interface MeshTables {
   mesh_task_missions: MeshTaskMissionRow;
 }
 
+// The store's table map learns this area's tables here (store/types.ts imports no area).
+declare module '../store/types.js' {
+  interface Tables extends MeshTables {}
+}
+
 export const meshMigration: Migration = {
   version: 20,
   name: 'mesh: agents, mesh tasks',

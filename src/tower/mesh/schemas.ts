@@ -1,12 +1,10 @@
 // The mesh area's route schemas (http/route-schema.ts): agent enrolment and listing, mesh
-// tasks, and the MCP tool call. Shapes come from src/protocol.
-import { Type } from '@sinclair/typebox';
+// tasks (the MCP tool call's is in mcp/schemas.ts). Shapes come from src/protocol.
 import { IdParam, ListOf } from '../../protocol/common.js';
 import {
   Agent,
   AgentEnroll,
   AgentListQuery,
-  McpCall,
   MeshTask,
   MeshTaskCreate,
   MeshTaskListQuery,
@@ -86,28 +84,6 @@ export const meshSchemas = {
     params: TaskParam,
     response: { 200: described(MeshTask, 'the cancelled task') },
     errors: ['not_found', 'illegal_transition'],
-    writes: true,
-  }),
-  mcpCall: route({
-    summary: 'Call an MCP tool',
-    description: 'The tools and their arguments: docs/mesh.md. Each tool needs its own scope.',
-    tags: ['mcp'],
-    body: McpCall,
-    response: {
-      200: Type.Object(
-        { result: Type.Unknown() },
-        { description: "the tool's result", additionalProperties: false },
-      ),
-    },
-    errors: [
-      'not_found',
-      'agent_not_found',
-      'conflict',
-      'illegal_transition',
-      'stale_lease',
-      'already_decided',
-      'validation_rejected',
-    ],
     writes: true,
   }),
 };

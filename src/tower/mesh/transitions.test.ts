@@ -180,7 +180,7 @@ describe.each(STORES)('mesh task transitions on %s', (store) => {
 
   /** The task's `matrix` event actions, in insertion order. */
   async function actions(taskId: string): Promise<string[]> {
-    return (await loggedEvents(t.tower.ctx.store.db))
+    return (await loggedEvents(t.tower.store.db))
       .filter((e) => e.type === 'matrix')
       .map((e) => JSON.parse(e.payload) as { id: string; action: string })
       .filter((p) => p.id === taskId)

@@ -64,7 +64,7 @@ describe.each(STORES)('node control channel on %s', (store) => {
     await waitFor('welcome', () => c.got.find((m) => m.type === 'welcome'));
     expect(c.got[0]).toEqual({ type: 'welcome', node_id: s.node.id, heartbeat_ms: HEARTBEAT_MS });
     expect((await t.call('GET', `/nodes/${s.node.id}`)).body.online).toBe(true);
-    expect(t.tower.ctx.nodes.attachSecret(s.node.id)).toBe(SECRET);
+    expect(t.tower.nodes.attachSecret(s.node.id)).toBe(SECRET);
 
     const task = (await t.call('POST', `/work/missions/${s.missionId}/tasks`, { title: 'x' })).body as {
       id: string;

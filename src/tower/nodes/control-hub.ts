@@ -9,8 +9,10 @@
 // task_ready arriving: workers also poll (docs/worker.md).
 
 import { randomBytes } from 'node:crypto';
+import fp from 'fastify-plugin';
 import type { WebSocket } from 'ws';
 import { type Clock, systemClock, type TimerHandle } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import {
   CLOSE_POLICY,
   CONTROL_PATH,
@@ -25,10 +27,11 @@ import {
   type TowerToNode,
 } from '../../protocol/control.js';
 import { type ErrorCode, isErrorCode, SvcError } from '../../protocol/errors.js';
-import type { TowerContext } from '../context.js';
-import type { TowerApp, TowerPlugin } from '../http/app.js';
+import type { CredentialWatch } from '../auth/credential-watch.js';
+import type { TowerApp } from '../http/app.js';
 import { credentialHeader } from '../http/auth-hook.js';
 import { makeAjv } from '../http/validation.js';
+import type { Write } from '../store/tx.js';
 import { nodeSchemas } from './schemas.js';
 
 interface Channel {
@@ -152,21 +155,32 @@ export class ControlHub {
   }
 }
 
-export function controlRoutes(hub: ControlHub): TowerPlugin {
-  return (app: TowerApp, ctx: TowerContext) => {
+/** What the control channel route uses. */
+export interface ControlRoutesDeps {
+  hub: ControlHub;
+  clock: Clock;
+  log: Logger;
+  write: Write;
+  /** Re-checks the credentials of open channels; ends them once revoked. */
+  credentials: CredentialWatch;
+}
+
+export const controlRoutes = fp(
+  async (app: TowerApp, deps: ControlRoutesDeps) => {
+    const { hub } = deps;
     const ajv = makeAjv(false);
     const decode = controlDecoder<NodeToTower>(NODE_TO_TOWER, (schema) => {
       const validate = ajv.compile(schema);
       return (v) => (validate(v) ? null : ajv.errorsText(validate.errors, { dataVar: 'message' }));
     });
-    const log = ctx.log.child({ component: 'control' });
+    const log = deps.log.child({ component: 'control' });
 
     const setAgents = async (
       nodeId: string,
       statuses: { agent_id: string; status: string }[] | 'offline',
     ) => {
       try {
-        await ctx.write(async (tx) => {
+        await deps.write(async (tx) => {
           if (statuses === 'offline') {
             await tx.db
               .updateTable('agents')
@@ -210,20 +224,20 @@ export function controlRoutes(hub: ControlHub): TowerPlugin {
       let timer: TimerHandle | null = null;
       // The channel lives only as long as its credential: a node re-registered (JWT rotated),
       // a signing key retired, on any replica, closes it at the next re-check.
-      const unwatch = ctx.credentials.add(credentialHeader(req), {
+      const unwatch = deps.credentials.add(credentialHeader(req), {
         end: (why) => {
           log.info({ node: nodeId, why }, "control channel closed: the node's credential ended");
           socket.close(CLOSE_POLICY, why.slice(0, 120));
         },
       });
-      let lastSeen = ctx.clock.now();
+      let lastSeen = deps.clock.now();
       const seen = () => {
-        lastSeen = ctx.clock.now();
+        lastSeen = deps.clock.now();
         if (channel) channel.lastSeen = lastSeen;
       };
       const beat = () => {
-        timer = ctx.clock.setTimeout(() => {
-          if (ctx.clock.now() - lastSeen >= DEAD_AFTER_MS) {
+        timer = deps.clock.setTimeout(() => {
+          if (deps.clock.now() - lastSeen >= DEAD_AFTER_MS) {
             log.info({ node: nodeId }, 'control channel silent; closing it');
             socket.terminate();
             return;
@@ -255,7 +269,7 @@ export function controlRoutes(hub: ControlHub): TowerPlugin {
             socket,
             attachSecret: h.attach_secret,
             version: h.version,
-            connectedAt: ctx.clock.now(),
+            connectedAt: deps.clock.now(),
             lastSeen,
           };
           const previous = hub.register(channel);
@@ -283,5 +297,6 @@ export function controlRoutes(hub: ControlHub): TowerPlugin {
       });
       socket.on('error', () => {});
     });
-  };
-}
+  },
+  { name: 'svc-control' },
+);

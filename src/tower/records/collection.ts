@@ -10,10 +10,10 @@ import { SvcError } from '../../protocol/errors.js';
 import type { NewEvent } from '../../protocol/events.js';
 import type { Scope } from '../../protocol/scopes.js';
 import { canSeeDomain } from '../auth/principal.js';
-import type { TowerContext } from '../context.js';
 import type { TowerApp } from '../http/app.js';
+import type { Store } from '../store/open.js';
 import { type PreparedQuery, prepare, slot } from '../store/prepared.js';
-import type { InsertOne, Tx } from '../store/tx.js';
+import type { InsertOne, Tx, Write } from '../store/tx.js';
 import type { Db } from '../store/types.js';
 import { requireDomain, requireMission } from './access.js';
 import { decodeCursor, page } from './cursor.js';
@@ -79,7 +79,13 @@ function toColumns(spec: CollectionSpec, schema: TObject, body: Row, defaults: R
   return out;
 }
 
-export function registerCollection(app: TowerApp, ctx: TowerContext, spec: CollectionSpec): void {
+/** What the record routes use: the store to read, and the write path. */
+export interface RecordDeps {
+  store: Store;
+  write: Write;
+}
+
+export function registerCollection(app: TowerApp, deps: RecordDeps, spec: CollectionSpec): void {
   const one = `${spec.basePath}/:${spec.idParam}`;
   const schemas = collectionSchemas({
     entity: spec.entity,
@@ -98,11 +104,11 @@ export function registerCollection(app: TowerApp, ctx: TowerContext, spec: Colle
     if (spec.parent === 'none') return {};
     const domainId = params.domain_id ?? '';
     if (spec.parent === 'domain') {
-      await requireDomain(ctx.store.db, req.principal, domainId);
+      await requireDomain(deps.store.db, req.principal, domainId);
       return { domain_id: domainId };
     }
     const missionId = params.mission_id ?? '';
-    await requireMission(ctx.store.db, req.principal, missionId, domainId);
+    await requireMission(deps.store.db, req.principal, missionId, domainId);
     return { domain_id: domainId, mission_id: missionId };
   }
 
@@ -112,8 +118,8 @@ export function registerCollection(app: TowerApp, ctx: TowerContext, spec: Colle
     const key = `${withDomain}/${withMission}`;
     let q = byId.get(key);
     if (!q) {
-      q = prepare<Row>(ctx.store, () => {
-        let b = loose(ctx.store.db).selectFrom(spec.table).selectAll().where('id', '=', slot('id'));
+      q = prepare<Row>(deps.store, () => {
+        let b = loose(deps.store.db).selectFrom(spec.table).selectAll().where('id', '=', slot('id'));
         if (withDomain) b = b.where('domain_id', '=', slot('domain_id'));
         if (withMission) b = b.where('mission_id', '=', slot('mission_id'));
         return b;
@@ -192,7 +198,7 @@ export function registerCollection(app: TowerApp, ctx: TowerContext, spec: Colle
       // parent itself (store/tx.ts insertOne), so creating a record is a single store access.
       const { parent, gate, missing } = gateOf(req, req.params);
       let record: Row = {};
-      const ok = await ctx.write.insertOne({
+      const ok = await deps.write.insertOne({
         table: spec.table,
         gate,
         build: (nowMs) => {
@@ -222,7 +228,7 @@ export function registerCollection(app: TowerApp, ctx: TowerContext, spec: Colle
       const query = req.query;
       const limit = query.limit ?? 50;
       const after = decodeCursor(query.cursor);
-      let q = loose(ctx.store.db)
+      let q = loose(deps.store.db)
         .selectFrom(spec.table)
         .selectAll()
         .orderBy('id')
@@ -245,7 +251,7 @@ export function registerCollection(app: TowerApp, ctx: TowerContext, spec: Colle
     config: { scope: 'feed:read' },
     schema: schemas.get,
     handler: async (req) =>
-      fromRow(spec, await load(ctx.store.db, req, req.params, await parentOf(req, req.params))),
+      fromRow(spec, await load(deps.store.db, req, req.params, await parentOf(req, req.params))),
   });
 
   app.patch(one, {
@@ -253,7 +259,7 @@ export function registerCollection(app: TowerApp, ctx: TowerContext, spec: Colle
     schema: schemas.patch,
     handler: async (req) => {
       const parent = await parentOf(req, req.params);
-      return ctx.write(async (tx) => {
+      return deps.write(async (tx) => {
         const before = await load(tx.db, req, req.params, parent);
         const changes = { ...toColumns(spec, spec.schemas.patch, req.body, null), updated_at: tx.now };
         await loose(tx.db)
@@ -274,7 +280,7 @@ export function registerCollection(app: TowerApp, ctx: TowerContext, spec: Colle
     handler: async (req, reply) => {
       const parent = await parentOf(req, req.params);
       const cascade = req.query.cascade === true;
-      await ctx.write(async (tx) => {
+      await deps.write(async (tx) => {
         const row = await load(tx.db, req, req.params, parent);
         if (!cascade) {
           for (const child of spec.children ?? []) {

@@ -163,7 +163,7 @@ describe.each(STORES)('records on %s', (store) => {
   it('writes a matrix event in the same transaction as each change', async () => {
     const d = await domain('events');
     const m = await t.call('POST', `/domains/${d.id}/m`, { name: 'watched' });
-    const rows = await t.tower.ctx.store.db
+    const rows = await t.tower.store.db
       .selectFrom('events')
       .selectAll()
       .where('mission_id', '=', m.body.id as string)

@@ -1,9 +1,9 @@
 // The record collections of docs/api.md: domains, missions, regular (Kanban) tasks,
 // documents and artifacts. Regular tasks are tracking only; nothing here dispatches work.
+import fp from 'fastify-plugin';
 import * as R from '../../protocol/records.js';
-import type { TowerContext } from '../context.js';
-import type { TowerApp, TowerPlugin } from '../http/app.js';
-import { type FieldCodec, registerCollection } from './collection.js';
+import type { TowerApp } from '../http/app.js';
+import { type FieldCodec, type RecordDeps, registerCollection } from './collection.js';
 
 const MISSION_CHILDREN = [
   { table: 'board_tasks', column: 'mission_id', noun: 'tasks' },
@@ -17,13 +17,21 @@ export interface ChildTable {
   noun: string;
 }
 
-/**
- * The record routes. `missionChildren` names tables of other areas (mesh tasks) that also
- * hang off a mission, so deleting a mission refuses or cascades over them too.
- */
-export function recordRoutes(missionChildren: ChildTable[] = []): TowerPlugin {
-  return (app, ctx) => registerRecords(app, ctx, [...MISSION_CHILDREN, ...missionChildren]);
+export interface RecordRoutesDeps extends RecordDeps {
+  /**
+   * Tables of other areas (mesh tasks) that also hang off a mission, so deleting a mission
+   * refuses or cascades over them too.
+   */
+  missionChildren?: ChildTable[];
 }
+
+/** The record routes, a plugin registered by the composition root. */
+export const recordRoutes = fp(
+  async (app: TowerApp, deps: RecordRoutesDeps) => {
+    registerRecords(app, deps, [...MISSION_CHILDREN, ...(deps.missionChildren ?? [])]);
+  },
+  { name: 'svc-records' },
+);
 
 const json: FieldCodec = {
   encode: (v) => JSON.stringify(v),
@@ -32,8 +40,8 @@ const json: FieldCodec = {
 /** bigint columns come back from PostgreSQL as decimal strings. */
 const integer: FieldCodec = { encode: (v) => v, decode: (v) => Number(v) };
 
-function registerRecords(app: TowerApp, ctx: TowerContext, missionChildren: ChildTable[]): void {
-  registerCollection(app, ctx, {
+function registerRecords(app: TowerApp, deps: RecordDeps, missionChildren: ChildTable[]): void {
+  registerCollection(app, deps, {
     entity: 'domain',
     table: 'domains',
     idPrefix: 'dom',
@@ -46,7 +54,7 @@ function registerRecords(app: TowerApp, ctx: TowerContext, missionChildren: Chil
     summary: ['name'],
     children: [{ table: 'missions', column: 'domain_id', noun: 'missions' }],
   });
-  registerCollection(app, ctx, {
+  registerCollection(app, deps, {
     entity: 'mission',
     table: 'missions',
     idPrefix: 'mis',
@@ -59,7 +67,7 @@ function registerRecords(app: TowerApp, ctx: TowerContext, missionChildren: Chil
     summary: ['name'],
     children: missionChildren,
   });
-  registerCollection(app, ctx, {
+  registerCollection(app, deps, {
     entity: 'task',
     table: 'board_tasks',
     idPrefix: 'tsk',
@@ -71,7 +79,7 @@ function registerRecords(app: TowerApp, ctx: TowerContext, missionChildren: Chil
     defaults: { description: '', status: 'todo' },
     summary: ['title', 'status'],
   });
-  registerCollection(app, ctx, {
+  registerCollection(app, deps, {
     entity: 'document',
     table: 'documents',
     idPrefix: 'doc',
@@ -83,7 +91,7 @@ function registerRecords(app: TowerApp, ctx: TowerContext, missionChildren: Chil
     defaults: { content_type: 'text/markdown' },
     summary: ['title'],
   });
-  registerCollection(app, ctx, {
+  registerCollection(app, deps, {
     entity: 'artifact',
     table: 'artifacts',
     idPrefix: 'art',

@@ -2,14 +2,17 @@
 // write-only), nodes fetch on behalf of an enrolled agent, admins rotate the master key.
 // Every fetch, granted or refused, is audited as a `matrix` event without the value.
 import type { FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import { MAX_SECRET_VALUE_BYTES, type SecretFetched } from '../../protocol/secrets.js';
 import type { Principal } from '../auth/principal.js';
-import type { TowerContext } from '../context.js';
-import type { TowerApp, TowerPlugin } from '../http/app.js';
+import type { TowerApp } from '../http/app.js';
 import { requireDomain } from '../records/access.js';
 import { decodeCursor, encodeCursor } from '../records/cursor.js';
-import type { Tx } from '../store/tx.js';
+import type { Store } from '../store/open.js';
+import type { Tx, Write } from '../store/tx.js';
 import { type AgentLookup, agentsTableLookup } from './agents.js';
 import {
   claimKeyForWrite,
@@ -32,6 +35,16 @@ import {
   rollbackSecret,
   sdb,
 } from './store.js';
+
+/** What the secrets routes use besides their options. */
+export interface SecretRoutesDeps extends SecretRoutesOptions {
+  clock: Clock;
+  log: Logger;
+  store: Store;
+  write: Write;
+  /** Where <data-dir>/master.key lives. */
+  dataDir: string;
+}
 
 export interface SecretRoutesOptions {
   /** Text of SVC_MASTER_KEY, read at the CLI edge; otherwise <data-dir>/master.key. */
@@ -61,21 +74,21 @@ function requireGlobalAdmin(p: Principal): void {
   }
 }
 
-export function secretRoutes(opts: SecretRoutesOptions = {}): TowerPlugin {
-  return async (app, ctx) => {
-    const log = ctx.log.child({ component: 'secrets' });
-    const keyDeps = { db: ctx.store.db, dialect: ctx.store.dialect, clock: ctx.clock, log };
+export const secretRoutes = fp(
+  async (app: TowerApp, deps: SecretRoutesDeps) => {
+    const log = deps.log.child({ component: 'secrets' });
+    const keyDeps = { db: deps.store.db, dialect: deps.store.dialect, clock: deps.clock, log };
     const mk = await openMasterKeys(keyDeps, {
-      dataDir: ctx.config.dataDir,
-      ...(opts.masterKey !== undefined ? { masterKey: opts.masterKey } : {}),
+      dataDir: deps.dataDir,
+      ...(deps.masterKey !== undefined ? { masterKey: deps.masterKey } : {}),
     });
-    registerSecretRoutes(app, ctx, mk, opts.agents ?? agentsTableLookup);
+    registerSecretRoutes(app, deps, mk, deps.agents ?? agentsTableLookup);
     app.get(
       '/admin/master-key',
       { config: { scope: 'admin', towerWide: true }, schema: secretSchemas.masterKey },
       async (req) => {
         requireGlobalAdmin(req.principal);
-        return masterKeyStatus(ctx.store.db, mk);
+        return masterKeyStatus(deps.store.db, mk);
       },
     );
     app.post(
@@ -86,17 +99,23 @@ export function secretRoutes(opts: SecretRoutesOptions = {}): TowerPlugin {
         return rotateMasterKey(keyDeps, mk);
       },
     );
-  };
-}
+  },
+  { name: 'svc-secrets' },
+);
 
-function registerSecretRoutes(app: TowerApp, ctx: TowerContext, mk: MasterKeys, agents: AgentLookup): void {
-  const db = () => sdb(ctx.store.db);
+function registerSecretRoutes(
+  app: TowerApp,
+  deps: SecretRoutesDeps,
+  mk: MasterKeys,
+  agents: AgentLookup,
+): void {
+  const db = () => sdb(deps.store.db);
   /** Seals within a write whose key is checked against the database's key first. */
-  const claim = (tx: Tx, keyId: string) => claimKeyForWrite(tx, ctx.store.dialect, ctx.clock, mk, keyId);
+  const claim = (tx: Tx, keyId: string) => claimKeyForWrite(tx, deps.store.dialect, deps.clock, mk, keyId);
   /** The secret's domain (?domain_id=), once the caller is known to be an operator who sees it. */
   const domainOf = async (req: FastifyRequest, query: { domain_id: string }): Promise<string> => {
     requireOperator(req.principal);
-    await requireDomain(ctx.store.db, req.principal, query.domain_id);
+    await requireDomain(deps.store.db, req.principal, query.domain_id);
     return query.domain_id;
   };
 
@@ -106,7 +125,7 @@ function registerSecretRoutes(app: TowerApp, ctx: TowerContext, mk: MasterKeys, 
     const limit = q.limit ?? 100;
     const after = decodeCursor(q.cursor);
     const p = req.principal;
-    if (q.domain_id !== undefined) await requireDomain(ctx.store.db, p, q.domain_id);
+    if (q.domain_id !== undefined) await requireDomain(deps.store.db, p, q.domain_id);
     if (p.domains !== null && p.domains.length === 0) return { items: [], next_cursor: null };
     let query = db()
       .selectFrom('secrets')
@@ -143,7 +162,7 @@ function registerSecretRoutes(app: TowerApp, ctx: TowerContext, mk: MasterKeys, 
       );
     }
     const { row, created } = await usableKeyring(mk).withCurrent((sealer) =>
-      ctx.write(async (tx) => {
+      deps.write(async (tx) => {
         await claim(tx, sealer.keyId);
         return putSecret(tx, sealer, {
           domainId,
@@ -162,7 +181,7 @@ function registerSecretRoutes(app: TowerApp, ctx: TowerContext, mk: MasterKeys, 
     { config: { scope: 'admin' }, schema: secretSchemas.delete },
     async (req, reply) => {
       const domainId = await domainOf(req, req.query);
-      await ctx.write((tx) => deleteSecret(tx, domainId, req.params.name));
+      await deps.write((tx) => deleteSecret(tx, domainId, req.params.name));
       return reply.code(204).send();
     },
   );
@@ -174,7 +193,7 @@ function registerSecretRoutes(app: TowerApp, ctx: TowerContext, mk: MasterKeys, 
       const domainId = await domainOf(req, req.query);
       const keyring = usableKeyring(mk);
       const row = await keyring.withCurrent((sealer) =>
-        ctx.write(async (tx) => {
+        deps.write(async (tx) => {
           await claim(tx, sealer.keyId);
           return rollbackSecret(tx, sealer, keyring, {
             domainId,
@@ -195,14 +214,14 @@ function registerSecretRoutes(app: TowerApp, ctx: TowerContext, mk: MasterKeys, 
       const domainId = await domainOf(req, req.query);
       const agentId = req.body.agent_id;
       // Granting ahead of enrolment is allowed; granting to an agent of another domain is a mistake.
-      const agent = await agents(ctx.store.db, agentId);
+      const agent = await agents(deps.store.db, agentId);
       if (agent && agent.domain_id !== domainId) {
         throw new SvcError(
           'conflict',
           `agent ${agentId} is enrolled in domain ${agent.domain_id}, not ${domainId}: it can only be granted secrets of its own domain`,
         );
       }
-      const { grant, created } = await ctx.write((tx) =>
+      const { grant, created } = await deps.write((tx) =>
         grantSecret(tx, { domainId, name: req.params.name, agentId, actor: actorOf(req.principal) }),
       );
       return reply.code(created ? 201 : 200).send(grant);
@@ -215,7 +234,7 @@ function registerSecretRoutes(app: TowerApp, ctx: TowerContext, mk: MasterKeys, 
     async (req, reply) => {
       const domainId = await domainOf(req, req.query);
       const { name, agent_id: agentId } = req.params;
-      await ctx.write((tx) => revokeSecret(tx, { domainId, name, agentId }));
+      await deps.write((tx) => revokeSecret(tx, { domainId, name, agentId }));
       return reply.code(204).send();
     },
   );
@@ -234,9 +253,9 @@ function registerSecretRoutes(app: TowerApp, ctx: TowerContext, mk: MasterKeys, 
       const nodeId = p.nodeId;
       const name = req.params.name;
       const agentId = req.body.agent_id;
-      const agent = await agents(ctx.store.db, agentId);
+      const agent = await agents(deps.store.db, agentId);
       const enrolledHere = agent !== null && agent.node_id === nodeId;
-      const outcome = await ctx.write(async (tx) => {
+      const outcome = await deps.write(async (tx) => {
         const audit = (domainId: string | null, action: string, extra: Record<string, unknown>) =>
           tx.emit({
             type: 'matrix',

@@ -42,7 +42,7 @@ describe.each(STORES)('secrets on %s', (store) => {
     t.call('POST', `/secrets/${name}/fetch`, { agent_id: agentId }, jwt);
 
   async function allEvents(): Promise<string> {
-    const rows = await t.tower.ctx.store.db.selectFrom('events').selectAll().orderBy('id').execute();
+    const rows = await t.tower.store.db.selectFrom('events').selectAll().orderBy('id').execute();
     return JSON.stringify(rows);
   }
 
@@ -81,7 +81,7 @@ describe.each(STORES)('secrets on %s', (store) => {
 
   it('keeps only ciphertext in the store', async () => {
     await t.call('PUT', `/secrets/AT_REST${q()}`, { value: VALUE });
-    const rows = await t.tower.ctx.store.db
+    const rows = await t.tower.store.db
       .selectFrom('secret_versions' as 'events')
       .selectAll()
       .execute();
@@ -124,7 +124,7 @@ describe.each(STORES)('secrets on %s', (store) => {
       expect(JSON.stringify(res.body)).not.toContain(VALUE);
     }
 
-    const audit = (await t.tower.ctx.store.db.selectFrom('events').selectAll().orderBy('id').execute())
+    const audit = (await t.tower.store.db.selectFrom('events').selectAll().orderBy('id').execute())
       .map((e) => ({ agent_id: e.agent_id, payload: JSON.parse(e.payload) as Record<string, unknown> }))
       .filter((e) => String(e.payload.action).startsWith('fetch'));
     expect(

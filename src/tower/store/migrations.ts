@@ -1,21 +1,8 @@
-// Versioned schema migrations, applied in order at start. Each runs in its own transaction
-// and is recorded in svc_migrations; on PostgreSQL a session advisory lock makes two
-// replicas that start together migrate once (the second waits, then finds nothing to do).
+// Versioned schema migrations: their shape, and the store's own (core records and the probe
+// row). Each area keeps its migrations beside its code; the composition root lists them all
+// in order (src/tower/migrations.ts) and hands the list to migrate() (store/open.ts), which
+// runs each in its own transaction and records it in svc_migrations.
 import { type Kysely, sql } from 'kysely';
-import {
-  feedEventBlocksMigration,
-  feedEventCompressionMigration,
-  feedEventIdsMigration,
-  feedEventPrunedMigration,
-  feedMigration,
-} from '../feed/migrations.js';
-import {
-  meshBytewiseKeysMigration,
-  meshMigration,
-  meshPartialIndexesMigration,
-  meshTaskMissionsMigration,
-} from '../mesh/migrations.js';
-import { secretsMigration } from '../secrets/migrations.js';
 import type { Dialect } from './types.js';
 
 export interface Migration {
@@ -151,18 +138,5 @@ const storeProbe: Migration = {
   },
 };
 
-/** Every migration, in order. New areas append here; never edit an applied one. */
-export const MIGRATIONS: Migration[] = [
-  core,
-  storeProbe,
-  feedMigration,
-  feedEventIdsMigration,
-  meshMigration,
-  meshPartialIndexesMigration,
-  meshTaskMissionsMigration,
-  meshBytewiseKeysMigration,
-  secretsMigration,
-  feedEventBlocksMigration,
-  feedEventCompressionMigration,
-  feedEventPrunedMigration,
-];
+/** The store's own migrations (versions 1 and 2). */
+export const STORE_MIGRATIONS: Migration[] = [core, storeProbe];

@@ -8,7 +8,7 @@ import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { ensurePrivateDir, ensurePrivateFile, refuseSharedFiles } from '../../lib/private-files.js';
 import { openSqlite } from '../../lib/sqlite.js';
-import { MIGRATIONS, type Migration } from './migrations.js';
+import type { Migration } from './migrations.js';
 import {
   connectClient,
   createPool,
@@ -17,7 +17,7 @@ import {
   type StoreTimeouts,
   timedConfig,
 } from './pg-connection.js';
-import { transaction } from './tx.js';
+import { transaction } from './transaction.js';
 import type { Db, Dialect, Tables } from './types.js';
 
 export interface Store {
@@ -209,12 +209,11 @@ async function ensureSchema(config: pg.ClientConfig, schema: string): Promise<vo
 // so towers in different schemas of one database do not wait for each other.
 const MIGRATION_LOCK_NS = 0x5e5c;
 
-/** Applies every migration not yet recorded. Returns the versions applied by this call. */
-export async function migrate(
-  store: Store,
-  clock: Clock,
-  migrations: Migration[] = MIGRATIONS,
-): Promise<number[]> {
+/**
+ * Applies every migration of `migrations` not yet recorded (the composition root hands in
+ * the tower's list: src/tower/migrations.ts). Returns the versions applied by this call.
+ */
+export async function migrate(store: Store, clock: Clock, migrations: Migration[]): Promise<number[]> {
   if (store.dialect === 'sqlite') return applyMigrations(store.db, 'sqlite', clock, migrations);
   // Migrations may run long (DDL on big tables, waiting for another replica's lock): on
   // connections of their own without the statement timeout.

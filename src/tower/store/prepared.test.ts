@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestSchema, type TestSchema } from '../../../test/support/pg.js';
 import { FakeClock } from '../../lib/clock.js';
+import { MIGRATIONS } from '../migrations.js';
 import { migrate, openStore, type Store } from './open.js';
 import { prepare, slot } from './prepared.js';
 
@@ -22,7 +23,7 @@ describe.each(['sqlite', 'postgres'] as const)('prepared queries on %s', (kind) 
     dir = mkdtempSync(join(tmpdir(), 'svc-prep-'));
     if (kind === 'postgres') schema = await createTestSchema();
     store = await openStore({ dataDir: dir, database: schema?.url });
-    await migrate(store, new FakeClock(Date.parse('2026-11-23T10:00:00Z')));
+    await migrate(store, new FakeClock(Date.parse('2026-11-23T10:00:00Z')), MIGRATIONS);
     const now = '2026-11-23T10:00:00.000Z';
     await store.db
       .insertInto('domains')

@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openTempStore, type TempStore } from '../../../test/support/store.js';
 import { FakeClock, systemClock } from '../../lib/clock.js';
 import { silentLogger } from '../../lib/log.js';
+import { appendEvents } from '../feed/event-log.js';
+import { MIGRATIONS } from '../migrations.js';
 import { StoreHealth } from './health.js';
 import { migrate } from './open.js';
 import { createReadiness } from './readiness.js';
@@ -39,9 +41,14 @@ describe('readiness', () => {
 
   it('probes a write while writes fail, says which fault, and is ready once a write commits', async () => {
     temp = await openTempStore('sqlite');
-    await migrate(temp.store, systemClock);
+    await migrate(temp.store, systemClock, MIGRATIONS);
     const health = new StoreHealth({ clock: systemClock, log: silentLogger(), describe: 'test' });
-    const write = createWrite(temp.store, systemClock, () => {}, { health });
+    const write = createWrite(
+      temp.store,
+      systemClock,
+      { append: appendEvents, committed: () => {} },
+      { health },
+    );
     const ready = createReadiness({ store: temp.store, health, write, clock: systemClock });
     expect(await ready()).toEqual({ ready: true });
     await expect(write(() => Promise.reject(full))).rejects.toBe(full);
@@ -53,9 +60,14 @@ describe('readiness', () => {
 
   it('stays not ready while the probe write fails', async () => {
     temp = await openTempStore('sqlite');
-    await migrate(temp.store, systemClock);
+    await migrate(temp.store, systemClock, MIGRATIONS);
     const health = new StoreHealth({ clock: systemClock, log: silentLogger(), describe: 'test' });
-    const real = createWrite(temp.store, systemClock, () => {}, { health });
+    const real = createWrite(
+      temp.store,
+      systemClock,
+      { append: appendEvents, committed: () => {} },
+      { health },
+    );
     let failing = true;
     const write = ((fn: Parameters<Write>[0]) =>
       failing ? real(() => Promise.reject(full)) : real(fn)) as unknown as Write;

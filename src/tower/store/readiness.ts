@@ -12,7 +12,7 @@ import type { Write } from './tx.js';
 
 export type Readiness = { ready: true } | { ready: false; reason: string };
 
-/** /readyz answers within 2 s (DESIGN §3): the probe gets this much of it. */
+/** /readyz answers within 2 s (docs/operations.md): the probe gets this much of it. */
 export const READY_BUDGET_MS = 1500;
 
 export function createReadiness(deps: {

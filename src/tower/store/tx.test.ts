@@ -5,6 +5,8 @@ import { gate } from '../../../test/support/poll.js';
 import { openTempStore, type TempStore } from '../../../test/support/store.js';
 import { FakeClock, iso, systemClock } from '../../lib/clock.js';
 import { silentLogger } from '../../lib/log.js';
+import { appendEvents } from '../feed/event-log.js';
+import { MIGRATIONS } from '../migrations.js';
 import { StoreHealth } from './health.js';
 import { migrate, type Store } from './open.js';
 import { createWrite } from './tx.js';
@@ -21,9 +23,9 @@ describe('createWrite on SQLite (grouped commits)', () => {
     tmp = await openTempStore('sqlite', 'svc-tx-');
     store = tmp.store;
     const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
-    await migrate(store, clock);
+    await migrate(store, clock, MIGRATIONS);
     let commits = 0;
-    const write = createWrite(store, clock, () => commits++);
+    const write = createWrite(store, clock, { append: appendEvents, committed: () => commits++ });
     return { write, commits: () => commits };
   }
 
@@ -109,9 +111,9 @@ describe.each(['sqlite', 'postgres'] as const)('write.insertOne on %s', (dialect
     tmp = await openTempStore(dialect, 'svc-tx-');
     const { store } = tmp;
     const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
-    await migrate(store, clock);
+    await migrate(store, clock, MIGRATIONS);
     let kicks = 0;
-    const write = createWrite(store, clock, () => kicks++);
+    const write = createWrite(store, clock, { append: appendEvents, committed: () => kicks++ });
     const now = iso(clock.now());
     await write(async (tx) =>
       tx.db
@@ -155,9 +157,14 @@ describe('createWrite on SQLite when the store fails', () => {
   async function open(busyTimeoutMs: number) {
     tmp = await openTempStore('sqlite', 'svc-tx-fault-');
     const store = tmp.store;
-    await migrate(store, systemClock);
+    await migrate(store, systemClock, MIGRATIONS);
     const health = new StoreHealth({ clock: systemClock, log: silentLogger(), describe: store.describe });
-    const write = createWrite(store, systemClock, () => {}, { health, busyTimeoutMs });
+    const write = createWrite(
+      store,
+      systemClock,
+      { append: appendEvents, committed: () => {} },
+      { health, busyTimeoutMs },
+    );
     const file = store.describe.replace(/^sqlite /, '');
     const insert = (id: string, content = '') =>
       write(async (tx) => {

@@ -16,10 +16,10 @@ import { type Kysely, sql, type Transaction } from 'kysely';
 import type pg from 'pg';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { NewEvent } from '../../protocol/events.js';
-import { appendEvents } from '../feed/event-log.js';
 import { storeFault } from './faults.js';
 import type { StoreHealth } from './health.js';
 import type { Store } from './open.js';
+import { transaction } from './transaction.js';
 import type { Tables } from './types.js';
 
 export interface Tx {
@@ -67,30 +67,6 @@ export interface InsertOne {
   build(nowMs: number): { row: Record<string, unknown>; event: NewEvent };
 }
 
-/**
- * `db.transaction().execute(fn)`, except that a rollback which fails never replaces the error
- * that caused it: SQLite ends a transaction by itself on SQLITE_FULL or an I/O error, and
- * Kysely would then report "cannot rollback - no transaction is active" instead of the cause.
- */
-export async function transaction<DB, T>(
-  db: Kysely<DB>,
-  fn: (trx: Transaction<DB>) => Promise<T>,
-): Promise<T> {
-  const trx = await db.startTransaction().execute();
-  let result: T;
-  try {
-    result = await fn(trx);
-  } catch (e) {
-    await trx
-      .rollback()
-      .execute()
-      .catch(() => {});
-    throw e;
-  }
-  await trx.commit().execute();
-  return result;
-}
-
 /** Upper bound on writes sharing one SQLite commit (bounds the latency of the first). */
 export const MAX_GROUP = 256;
 
@@ -106,13 +82,18 @@ export interface WriteOptions {
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
-/** `onEvents` runs after a transaction that appended events has committed. */
-export function createWrite(
-  store: Store,
-  clock: Clock,
-  onEvents: () => void,
-  opts: WriteOptions = {},
-): Write {
+/**
+ * Where the events of writes go, handed in by the composition root (the store knows no area):
+ * `append` inserts them at the end of their transaction, `committed` runs after a transaction
+ * that appended events has committed.
+ */
+export interface EventSink {
+  append(trx: Transaction<Tables>, nowMs: number, events: NewEvent[]): Promise<void>;
+  committed(): void;
+}
+
+export function createWrite(store: Store, clock: Clock, sink: EventSink, opts: WriteOptions = {}): Write {
+  const onEvents = () => sink.committed();
   const health = opts.health;
   /** Reports the outcome of `p` to the store's health. */
   const watched = <T>(p: Promise<T>): Promise<T> =>
@@ -130,7 +111,7 @@ export function createWrite(
         )
       : p;
   if (store.dialect === 'sqlite') {
-    const group = createGroupWrite(store, clock, onEvents, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
+    const group = createGroupWrite(store, clock, sink, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
     const write = <T>(fn: (tx: Tx) => Promise<T>) => watched(group(fn));
     return Object.assign(write, {
       insertOne: (req: InsertOne) => insertOneInTx(write, req),
@@ -143,7 +124,7 @@ export function createWrite(
     const result = await watched(
       transaction(store.db, async (trx) => {
         const r = await fn(txOf(trx, nowMs, events));
-        await appendEvents(trx, nowMs, events);
+        await sink.append(trx, nowMs, events);
         return r;
       }),
     );
@@ -235,7 +216,7 @@ interface Job {
   reject(e: unknown): void;
 }
 
-function createGroupWrite(store: Store, clock: Clock, onEvents: () => void, busyTimeoutMs: number): WriteFn {
+function createGroupWrite(store: Store, clock: Clock, sink: EventSink, busyTimeoutMs: number): WriteFn {
   const queue: Job[] = [];
   let draining = false;
 
@@ -275,7 +256,7 @@ function createGroupWrite(store: Store, clock: Clock, onEvents: () => void, busy
         let result: unknown;
         try {
           result = await job.fn(txOf(trx, nowMs, events));
-          await appendEvents(trx, nowMs, events);
+          await sink.append(trx, nowMs, events);
         } catch (e) {
           job.reject(e);
           // Undo this write only. If even that fails, SQLite ended the transaction itself
@@ -301,7 +282,7 @@ function createGroupWrite(store: Store, clock: Clock, onEvents: () => void, busy
       return 'done';
     }
     for (const d of done) d.job.resolve(d.result);
-    if (anyEvents) onEvents();
+    if (anyEvents) sink.committed();
     return 'done';
   }
 

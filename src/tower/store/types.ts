@@ -1,8 +1,8 @@
-// Row types of the tower's tables as Kysely sees them. Timestamps are ISO 8601 UTC text
-// (sortable as text on both stores); JSON columns are text and parsed at the repository edge.
+// Row types of the store's own tables (store/migrations.ts) as Kysely sees them. Timestamps
+// are ISO 8601 UTC text (sortable as text on both stores); JSON columns are text and parsed
+// at the repository edge. An area adds the tables of its migrations to `Tables` where it
+// declares them (`declare module '../store/types.js'`), so the store imports no area.
 import type { Generated, Kysely } from 'kysely';
-import type { FeedTables } from '../feed/migrations.js';
-import type { MeshTables } from '../mesh/migrations.js';
 
 export interface DomainRow {
   id: string;
@@ -117,7 +117,7 @@ export interface MigrationRow {
   applied_at: string;
 }
 
-export interface Tables extends FeedTables, MeshTables {
+export interface Tables {
   domains: DomainRow;
   missions: MissionRow;
   board_tasks: BoardTaskRow;

@@ -1,23 +1,21 @@
-// The tower enforces SVC_SCHEMA_PACK_FILE on /mcp/call payloads, naming the field it refuses;
+// The tower enforces its schema pack file (SVC_SCHEMA_PACK_FILE at the CLI) on /mcp/call payloads, naming the field it refuses;
 // with an invalid pack it starts and enforces the embedded defaults.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { STORES, startTestTower } from '../../../test/support/tower.js';
 
 describe('tower with an invalid schema pack', () => {
   const tmp = makeTempDir('svc-pack-');
   afterAll(() => {
-    vi.unstubAllEnvs();
     tmp.remove();
   });
 
   it('starts and checks tool arguments against the embedded defaults', async () => {
     const file = join(tmp.dir, 'pack.json');
     writeFileSync(file, '{"tools": {"claim_mesh_task": {"type": "strnig"}}}');
-    vi.stubEnv('SVC_SCHEMA_PACK_FILE', file);
-    const t = await startTestTower('sqlite');
+    const t = await startTestTower('sqlite', { schemaPackFile: file });
     try {
       const r = await t.call('POST', '/mcp/call', { tool: 'claim_mesh_task', args: { agent_id: 5 } });
       expect(r.status).toBe(400);
@@ -31,7 +29,6 @@ describe('tower with an invalid schema pack', () => {
 describe.each(STORES)('tower with a schema pack on %s', (store) => {
   const tmp = makeTempDir('svc-pack-');
   afterAll(() => {
-    vi.unstubAllEnvs();
     tmp.remove();
   });
 
@@ -60,8 +57,7 @@ describe.each(STORES)('tower with a schema pack on %s', (store) => {
         },
       }),
     );
-    vi.stubEnv('SVC_SCHEMA_PACK_FILE', file);
-    const t = await startTestTower(store);
+    const t = await startTestTower(store, { schemaPackFile: file });
     try {
       const mcp = (tool: string, args: Record<string, unknown>) =>
         t.call('POST', '/mcp/call', { tool, args });

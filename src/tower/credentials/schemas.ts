@@ -14,7 +14,7 @@ const param = <N extends string>(name: N) =>
 
 const Kid = Type.Object({ kid: Type.String() });
 
-export const authSchemas = {
+export const credentialSchemas = {
   createToken: route({
     summary: 'Create a service token',
     description: 'The token value is in this answer only. Grants never widen (docs/api.md).',

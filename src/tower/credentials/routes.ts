@@ -1,14 +1,18 @@
 // Administration of credentials: service tokens, the tower's signing keys, and node
 // registration (which mints node JWTs).
+import fp from 'fastify-plugin';
 import { newId, randomToken } from '../../lib/ids.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { Node } from '../../protocol/nodes.js';
-import type { TowerContext } from '../context.js';
+import type { Authenticator } from '../auth/authenticate.js';
+import { coversDomains, grantRefusal, type Principal } from '../auth/principal.js';
+import type { SigningKeys } from '../auth/signing-keys.js';
+import { insertToken, listTokens, revokeToken } from '../auth/tokens.js';
 import type { TowerApp } from '../http/app.js';
+import type { Store } from '../store/open.js';
+import type { Write } from '../store/tx.js';
 import type { NodeRow } from '../store/types.js';
-import { coversDomains, grantRefusal, type Principal } from './principal.js';
-import { authSchemas } from './schemas.js';
-import { insertToken, listTokens, revokeToken } from './tokens.js';
+import { credentialSchemas } from './schemas.js';
 
 /** Whether a node is online is decided by the control channel (a later area); default: no. */
 export type NodePresence = (nodeId: string) => boolean;
@@ -29,71 +33,81 @@ function coversNode(p: Principal, nodeDomains: string[] | null): boolean {
   return coversDomains(p, nodeDomains);
 }
 
-export function authRoutes(presence: NodePresence = () => false) {
-  return (app: TowerApp, ctx: TowerContext): void => {
+/** What the credential routes use. */
+export interface CredentialRoutesDeps {
+  store: Store;
+  write: Write;
+  auth: Authenticator;
+  keys: SigningKeys;
+  presence?: NodePresence;
+}
+
+export const credentialRoutes = fp(
+  async (app: TowerApp, deps: CredentialRoutesDeps) => {
+    const presence = deps.presence ?? (() => false);
     app.post(
       '/tokens',
-      { config: { scope: 'admin' }, schema: authSchemas.createToken },
+      { config: { scope: 'admin' }, schema: credentialSchemas.createToken },
       async (req, reply) => {
         const body = req.body;
         // Grants never widen: scopes and domains within the creator's own.
         const refusal = grantRefusal(req.principal, body.scopes, body.domains ?? null);
         if (refusal) throw new SvcError('forbidden', refusal);
-        const created = await ctx.write((tx) => insertToken(tx, body));
+        const created = await deps.write((tx) => insertToken(tx, body));
         return reply.code(201).send(created);
       },
     );
     // A credential limited to domains sees and revokes only tokens limited to those domains.
-    app.get('/tokens', { config: { scope: 'admin' }, schema: authSchemas.listTokens }, async (req) => ({
-      items: (await listTokens(ctx.store.db)).filter((t) => coversDomains(req.principal, t.domains)),
+    app.get('/tokens', { config: { scope: 'admin' }, schema: credentialSchemas.listTokens }, async (req) => ({
+      items: (await listTokens(deps.store.db)).filter((t) => coversDomains(req.principal, t.domains)),
       next_cursor: null,
     }));
     app.delete(
       '/tokens/:token_id',
-      { config: { scope: 'admin' }, schema: authSchemas.revokeToken },
+      { config: { scope: 'admin' }, schema: credentialSchemas.revokeToken },
       async (req) => {
         const id = req.params.token_id;
-        const token = await revokeToken(ctx.write, id, (t) => coversDomains(req.principal, t.domains));
-        ctx.auth.invalidate();
+        const token = await revokeToken(deps.write, id, (t) => coversDomains(req.principal, t.domains));
+        deps.auth.invalidate();
         return token;
       },
     );
 
     app.get(
       '/admin/signing-keys',
-      { config: { scope: 'admin', towerWide: true }, schema: authSchemas.listSigningKeys },
+      { config: { scope: 'admin', towerWide: true }, schema: credentialSchemas.listSigningKeys },
       async () => ({
-        items: await ctx.keys.list(),
+        items: await deps.keys.list(),
         next_cursor: null,
       }),
     );
     app.post(
       '/admin/signing-keys/rotate',
-      { config: { scope: 'admin', towerWide: true }, schema: authSchemas.rotateSigningKey },
+      { config: { scope: 'admin', towerWide: true }, schema: credentialSchemas.rotateSigningKey },
       async (_req, reply) => {
-        const kid = await ctx.keys.rotate();
+        const kid = await deps.keys.rotate();
         return reply.code(201).send({ kid });
       },
     );
     app.post(
       '/admin/signing-keys/:kid/retire',
-      { config: { scope: 'admin', towerWide: true }, schema: authSchemas.retireSigningKey },
+      { config: { scope: 'admin', towerWide: true }, schema: credentialSchemas.retireSigningKey },
       async (req) => {
-        await ctx.keys.retire(req.params.kid);
+        await deps.keys.retire(req.params.kid);
         return { kid: req.params.kid, retired: true as const };
       },
     );
 
     app.post(
       '/nodes',
-      { config: { scope: 'work:write' }, schema: authSchemas.registerNode },
+      { config: { scope: 'work:write' }, schema: credentialSchemas.registerNode },
       async (req, reply) => {
         const body = req.body;
         const p = req.principal;
         if (p.kind === 'node')
           throw new SvcError('forbidden', 'a node cannot register nodes: use an operator token');
         const jti = randomToken(16);
-        const { row, created } = await ctx.write(async (tx) => {
+        const { row, created } = await deps.write(async (tx) => {
           const existing = await tx.db
             .selectFrom('nodes')
             .selectAll()
@@ -134,25 +148,29 @@ export function authRoutes(presence: NodePresence = () => false) {
           });
           return { row, created: true };
         });
-        ctx.auth.invalidate();
-        const jwt = await ctx.keys.signNode({ sub: row.id, hostname: row.hostname, jti });
+        deps.auth.invalidate();
+        const jwt = await deps.keys.signNode({ sub: row.id, hostname: row.hostname, jti });
         return reply.code(created ? 201 : 200).send({ ...nodeFromRow(row, presence(row.id)), jwt });
       },
     );
 
-    app.get('/nodes', { config: { scope: 'feed:read' }, schema: authSchemas.listNodes }, async (req) => {
-      const rows = await ctx.store.db.selectFrom('nodes').selectAll().orderBy('id').execute();
-      return {
-        items: rows.filter((r) => visibleNode(req.principal, r)).map((r) => nodeFromRow(r, presence(r.id))),
-        next_cursor: null,
-      };
-    });
+    app.get(
+      '/nodes',
+      { config: { scope: 'feed:read' }, schema: credentialSchemas.listNodes },
+      async (req) => {
+        const rows = await deps.store.db.selectFrom('nodes').selectAll().orderBy('id').execute();
+        return {
+          items: rows.filter((r) => visibleNode(req.principal, r)).map((r) => nodeFromRow(r, presence(r.id))),
+          next_cursor: null,
+        };
+      },
+    );
     app.get(
       '/nodes/:node_id',
-      { config: { scope: 'feed:read' }, schema: authSchemas.getNode },
+      { config: { scope: 'feed:read' }, schema: credentialSchemas.getNode },
       async (req) => {
         const id = req.params.node_id;
-        const row = await ctx.store.db
+        const row = await deps.store.db
           .selectFrom('nodes')
           .selectAll()
           .where('id', '=', id)
@@ -161,8 +179,9 @@ export function authRoutes(presence: NodePresence = () => false) {
         return nodeFromRow(row, presence(row.id));
       },
     );
-  };
-}
+  },
+  { name: 'svc-credentials' },
+);
 
 /** A node is visible to principals that could see all of its domains, and to itself. */
 export function visibleNode(p: Principal, row: NodeRow): boolean {
