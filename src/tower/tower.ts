@@ -16,7 +16,7 @@ import { SigningKeys } from './auth/signing-keys.js';
 import { bootstrapAdminToken } from './auth/tokens.js';
 import { consoleRoutes } from './console/plugin.js';
 import { credentialRoutes } from './credentials/routes.js';
-import { approvalRoutes } from './feed/approvals.js';
+import { approvalRoutes, approvalService } from './feed/approvals.js';
 import { appendEvents } from './feed/event-log.js';
 import { FeedHub } from './feed/hub.js';
 import { startPruner } from './feed/retention.js';
@@ -243,6 +243,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     await app.register(mcpRoutes, {
       log,
       mesh,
+      approvals: approvalService({ store, write, agents }),
       ...(opts.schemaPackFile !== undefined ? { schemaPackFile: opts.schemaPackFile } : {}),
     });
     await app.register(controlRoutes, { hub: nodes, clock, log, write, credentials });

@@ -3,9 +3,9 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { newId } from '../../lib/ids.js';
-import type { Approval, InboxMessage } from '../../protocol/approvals.js';
+import type { Approval, ApprovalCreate, InboxMessage, InboxSend } from '../../protocol/approvals.js';
 import { SvcError } from '../../protocol/errors.js';
-import { canSeeDomain } from '../auth/principal.js';
+import { canSeeDomain, type Principal } from '../auth/principal.js';
 import type { TowerApp } from '../http/app.js';
 import { listInDomains } from '../records/access.js';
 import type { AgentLookup } from '../secrets/agents.js';
@@ -43,42 +43,86 @@ export interface ApprovalRoutesDeps {
   agents: AgentLookup;
 }
 
+/** Asking for an approval and sending an inbox message: the routes' work, for MCP tools too. */
+export interface ApprovalService {
+  /** A pending approval in a domain the principal sees. */
+  request(principal: Principal, body: ApprovalCreate): Promise<Approval>;
+  /** A message to an agent, in its enrolled domain (or body.domain_id when it is not enrolled). */
+  sendInbox(principal: Principal, body: InboxSend): Promise<InboxMessage>;
+}
+
+export function approvalService(deps: ApprovalRoutesDeps): ApprovalService {
+  const visibleDomain = async (principal: Principal, domainId: string) => {
+    const row = canSeeDomain(principal, domainId)
+      ? await deps.store.db.selectFrom('domains').select('id').where('id', '=', domainId).executeTakeFirst()
+      : undefined;
+    if (!row) throw new SvcError('not_found', `domain ${domainId} not found`);
+  };
+  return {
+    async request(principal, body) {
+      await visibleDomain(principal, body.domain_id);
+      return deps.write(async (tx) => {
+        const a: Approval = {
+          id: newId('apr', tx.nowMs),
+          domain_id: body.domain_id,
+          mission_id: body.mission_id ?? null,
+          agent_id: body.agent_id ?? null,
+          title: body.title,
+          detail: body.detail ?? '',
+          status: 'pending',
+          reason: null,
+          requested_by: principal.name,
+          decided_by: null,
+          created_at: tx.now,
+          decided_at: null,
+        };
+        await tx.db.insertInto('approvals').values(a).execute();
+        approvalEvent(tx, a, 'requested');
+        return a;
+      });
+    },
+    async sendInbox(principal, body) {
+      const enrolled = await deps.agents(deps.store.db, body.agent_id);
+      const domainId = enrolled?.domain_id ?? body.domain_id;
+      if (domainId === undefined) {
+        throw new SvcError(
+          'agent_not_found',
+          `agent ${body.agent_id} is not enrolled on the tower: pass domain_id to address it anyway`,
+        );
+      }
+      if (enrolled && body.domain_id !== undefined && body.domain_id !== enrolled.domain_id) {
+        throw new SvcError('not_found', `agent ${body.agent_id} not found in domain ${body.domain_id}`);
+      }
+      await visibleDomain(principal, domainId);
+      return deps.write(async (tx) => {
+        const m: InboxMessage = {
+          id: newId('msg', tx.nowMs),
+          domain_id: domainId,
+          agent_id: body.agent_id,
+          text: body.text,
+          sent_by: principal.name,
+          created_at: tx.now,
+        };
+        await tx.db.insertInto('inbox_messages').values(m).execute();
+        tx.emit({
+          type: 'inbox',
+          domain_id: domainId,
+          agent_id: body.agent_id,
+          payload: { id: m.id, text: m.text, sent_by: m.sent_by },
+        });
+        return m;
+      });
+    },
+  };
+}
+
 export const approvalRoutes = fp(
   async (app: TowerApp, deps: ApprovalRoutesDeps) => {
-    const visibleDomain = async (req: FastifyRequest, domainId: string) => {
-      const row = canSeeDomain(req.principal, domainId)
-        ? await deps.store.db.selectFrom('domains').select('id').where('id', '=', domainId).executeTakeFirst()
-        : undefined;
-      if (!row) throw new SvcError('not_found', `domain ${domainId} not found`);
-    };
-
+    const approvals = approvalService(deps);
     app.post('/approvals', {
       config: { scope: 'work:write' },
       schema: feedSchemas.createApproval,
-      handler: async (req, reply) => {
-        const body = req.body;
-        await visibleDomain(req, body.domain_id);
-        const approval = await deps.write(async (tx) => {
-          const a: Approval = {
-            id: newId('apr', tx.nowMs),
-            domain_id: body.domain_id,
-            mission_id: body.mission_id ?? null,
-            agent_id: body.agent_id ?? null,
-            title: body.title,
-            detail: body.detail ?? '',
-            status: 'pending',
-            reason: null,
-            requested_by: req.principal.name,
-            decided_by: null,
-            created_at: tx.now,
-            decided_at: null,
-          };
-          await tx.db.insertInto('approvals').values(a).execute();
-          approvalEvent(tx, a, 'requested');
-          return a;
-        });
-        return reply.code(201).send(approval);
-      },
+      handler: async (req, reply) => reply.code(201).send(await approvals.request(req.principal, req.body)),
     });
 
     app.get('/approvals', {
@@ -155,40 +199,7 @@ export const approvalRoutes = fp(
     app.post('/inbox', {
       config: { scope: 'work:write' },
       schema: feedSchemas.sendInbox,
-      handler: async (req, reply) => {
-        const body = req.body;
-        const enrolled = await deps.agents(deps.store.db, body.agent_id);
-        const domainId = enrolled?.domain_id ?? body.domain_id;
-        if (domainId === undefined) {
-          throw new SvcError(
-            'agent_not_found',
-            `agent ${body.agent_id} is not enrolled on the tower: pass domain_id to address it anyway`,
-          );
-        }
-        if (enrolled && body.domain_id !== undefined && body.domain_id !== enrolled.domain_id) {
-          throw new SvcError('not_found', `agent ${body.agent_id} not found in domain ${body.domain_id}`);
-        }
-        await visibleDomain(req, domainId);
-        const message = await deps.write(async (tx) => {
-          const m: InboxMessage = {
-            id: newId('msg', tx.nowMs),
-            domain_id: domainId,
-            agent_id: body.agent_id,
-            text: body.text,
-            sent_by: req.principal.name,
-            created_at: tx.now,
-          };
-          await tx.db.insertInto('inbox_messages').values(m).execute();
-          tx.emit({
-            type: 'inbox',
-            domain_id: domainId,
-            agent_id: body.agent_id,
-            payload: { id: m.id, text: m.text, sent_by: m.sent_by },
-          });
-          return m;
-        });
-        return reply.code(201).send(message);
-      },
+      handler: async (req, reply) => reply.code(201).send(await approvals.sendInbox(req.principal, req.body)),
     });
 
     app.get('/inbox', {

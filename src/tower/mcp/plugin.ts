@@ -10,16 +10,19 @@ import { SvcError } from '../../protocol/errors.js';
 import { MCP_TOOLS } from '../../protocol/mcp-tools.js';
 import { type CompiledSchemaPack, loadSchemaPack } from '../../protocol/schema-pack.js';
 import { hasScope } from '../auth/principal.js';
+import type { ApprovalService } from '../feed/approvals.js';
 import type { TowerApp } from '../http/app.js';
 import { refuseNul } from '../http/validation.js';
 import type { MeshService } from '../mesh/service.js';
 import { mcpSchemas } from './schemas.js';
-import { meshTools, routeTools, type Tool } from './tools.js';
+import { approvalTools, meshTools, routeTools, type Tool } from './tools.js';
 
 /** What the MCP route uses. */
 export interface McpDeps {
   log: Logger;
   mesh: MeshService;
+  /** Approvals and inbox, as their routes run them. */
+  approvals: ApprovalService;
   /** A schema pack instead of the embedded one (SVC_SCHEMA_PACK_FILE at the CLI). */
   schemaPackFile?: string;
 }
@@ -28,9 +31,13 @@ export const mcpRoutes = fp(
   async (app: TowerApp, deps: McpDeps) => {
     const loaded = await loadSchemaPack(deps.schemaPackFile, deps.log.child({ component: 'mcp' }));
     const pack: CompiledSchemaPack = loaded.pack;
-    const tools: Record<string, Tool> = { ...meshTools(deps.mesh), ...routeTools };
+    const tools: Record<string, Tool> = {
+      ...meshTools(deps.mesh),
+      ...approvalTools(deps.approvals),
+      ...routeTools,
+    };
 
-    /** Approvals, inbox and records go through their REST routes with the caller's own credential. */
+    /** Records go through their REST routes with the caller's own credential. */
     const forward = async (req: FastifyRequest, url: string, payload?: unknown) => {
       const res = await app.inject({
         method: payload === undefined ? 'GET' : 'POST',

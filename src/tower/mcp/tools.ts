@@ -1,9 +1,12 @@
 // The MCP tools of POST /mcp/call, one entry per tool: arguments (already checked against the
-// schema pack) in, the tool's result out. Mesh tools call the mesh service; the record,
-// approval and inbox tools still go through their REST routes with the caller's credential
-// (docs/architecture.md, Known gaps).
+// schema pack) in, the tool's result out. Mesh tools call the mesh service, approval and inbox
+// tools the feed's approval service; the record tools still go through their REST routes
+// with the caller's credential (docs/architecture.md, Known gaps).
+import { ApprovalCreate, InboxSend } from '../../protocol/approvals.js';
 import type { MeshState } from '../../protocol/mesh.js';
 import type { Principal } from '../auth/principal.js';
+import type { ApprovalService } from '../feed/approvals.js';
+import { bodyCheck } from '../http/validation.js';
 import type { MeshService } from '../mesh/service.js';
 
 export interface ToolCall {
@@ -77,9 +80,26 @@ export function meshTools(mesh: MeshService): Record<string, Tool> {
   };
 }
 
+/**
+ * Approvals and inbox: the arguments are checked as the REST body is (a schema pack may be
+ * looser than the route), then the same service the routes use runs with the caller.
+ */
+export function approvalTools(approvals: ApprovalService): Record<string, Tool> {
+  const approval = bodyCheck(ApprovalCreate);
+  const inbox = bodyCheck(InboxSend);
+  return {
+    request_approval: async (c) => {
+      approval(c.args);
+      return approvals.request(c.principal, c.args as ApprovalCreate);
+    },
+    send_inbox: async (c) => {
+      inbox(c.args);
+      return approvals.sendInbox(c.principal, c.args as InboxSend);
+    },
+  };
+}
+
 export const routeTools: Record<string, Tool> = {
-  request_approval: (c) => c.forward('/approvals', c.args),
-  send_inbox: (c) => c.forward('/inbox', c.args),
   create_domain: (c) => c.forward('/domains', c.args),
   create_mission: (c) => c.forward(`/domains/${path(ids(c).domain_id)}/m`, recordBody(c)),
   create_document: (c) =>
