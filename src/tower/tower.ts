@@ -36,7 +36,7 @@ import { MIGRATIONS } from './migrations.js';
 import { ControlHub, controlRoutes } from './nodes/control-hub.js';
 import { nodeRequestRoutes } from './nodes/routes.js';
 import { createTaskRelay } from './nodes/task-relay.js';
-import { recordRoutes } from './records/routes.js';
+import { recordCollections, recordRoutes } from './records/routes.js';
 import { type AgentLookup, agentsTableLookup } from './secrets/agents.js';
 import { secretRoutes } from './secrets/routes.js';
 import { StoreHealth } from './store/health.js';
@@ -240,10 +240,12 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     });
     await app.register(approvalRoutes, { store, write, agents });
     await app.register(meshRoutes, { mesh, db: store.db, write });
+    const records = recordCollections({ store, write });
     await app.register(mcpRoutes, {
       log,
       mesh,
       approvals: approvalService({ store, write, agents }),
+      records,
       ...(opts.schemaPackFile !== undefined ? { schemaPackFile: opts.schemaPackFile } : {}),
     });
     await app.register(controlRoutes, { hub: nodes, clock, log, write, credentials });
@@ -258,7 +260,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       authFailures,
     });
     await app.register(credentialRoutes, { store, write, auth, keys, presence: (id) => nodes.isOnline(id) });
-    await app.register(recordRoutes, { store, write });
+    await app.register(recordRoutes, { collections: records });
     await app.register(secretRoutes, {
       clock,
       log,

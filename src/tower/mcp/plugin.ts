@@ -3,7 +3,6 @@
 // embedded defaults, or the file's `{"tools": {name: schema}}` that the entry point names
 // (SVC_SCHEMA_PACK_FILE; an invalid file is logged and the defaults are enforced). Each
 // tool is an entry of the table in tools.ts.
-import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
@@ -14,8 +13,9 @@ import type { ApprovalService } from '../feed/approvals.js';
 import type { TowerApp } from '../http/app.js';
 import { refuseNul } from '../http/validation.js';
 import type { MeshService } from '../mesh/service.js';
+import type { RecordCollections } from '../records/routes.js';
 import { mcpSchemas } from './schemas.js';
-import { approvalTools, meshTools, routeTools, type Tool } from './tools.js';
+import { approvalTools, meshTools, recordTools, type Tool } from './tools.js';
 
 /** What the MCP route uses. */
 export interface McpDeps {
@@ -23,6 +23,8 @@ export interface McpDeps {
   mesh: MeshService;
   /** Approvals and inbox, as their routes run them. */
   approvals: ApprovalService;
+  /** The record collections, as their routes use them. */
+  records: RecordCollections;
   /** A schema pack instead of the embedded one (SVC_SCHEMA_PACK_FILE at the CLI). */
   schemaPackFile?: string;
 }
@@ -34,28 +36,7 @@ export const mcpRoutes = fp(
     const tools: Record<string, Tool> = {
       ...meshTools(deps.mesh),
       ...approvalTools(deps.approvals),
-      ...routeTools,
-    };
-
-    /** Records go through their REST routes with the caller's own credential. */
-    const forward = async (req: FastifyRequest, url: string, payload?: unknown) => {
-      const res = await app.inject({
-        method: payload === undefined ? 'GET' : 'POST',
-        url,
-        headers: {
-          authorization: req.headers.authorization ?? '',
-          ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
-      });
-      const body = res.body ? (JSON.parse(res.body) as Record<string, unknown>) : {};
-      if (res.statusCode >= 400) {
-        throw new SvcError(
-          (body.code as never) ?? 'bad_request',
-          String(body.detail ?? `HTTP ${res.statusCode}`),
-        );
-      }
-      return body;
+      ...recordTools(deps.records),
     };
 
     app.post('/mcp/call', {
@@ -78,7 +59,6 @@ export const mcpRoutes = fp(
           ? await run({
               principal: req.principal,
               args: args as Record<string, unknown>,
-              forward: (url, payload) => forward(req, url, payload),
             })
           : undefined;
         return { result: result ?? null };
