@@ -1,15 +1,2 @@
-// The package version, read once from package.json next to dist/.
-import { readFileSync } from 'node:fs';
-
-function readVersion(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      version?: string;
-    };
-    return pkg.version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
-}
-
-export const VERSION = readVersion();
+// The package version (lib/version.ts), as the CLI prints it.
+export { VERSION } from '../lib/version.js';

@@ -32,3 +32,14 @@ export type TokenCreate = Static<typeof TokenCreate>;
 /** Returned once, at creation: the only time the secret token is shown. */
 export const TokenCreated = Type.Composite([Token, Type.Object({ token: Type.String() })]);
 export type TokenCreated = Static<typeof TokenCreated>;
+
+/** One of the tower's node-JWT signing keys (GET /admin/signing-keys). */
+export const SigningKey = Type.Object({
+  kid: Type.String(),
+  alg: Type.String(),
+  created_at: Timestamp,
+  retired_at: Type.Union([Timestamp, Type.Null()]),
+  /** The key new node JWTs are signed with. */
+  active: Type.Boolean(),
+});
+export type SigningKey = Static<typeof SigningKey>;

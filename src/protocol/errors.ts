@@ -1,5 +1,6 @@
 // Stable error codes shared by every edge (HTTP problem+json, JSON-RPC, secrets.sock, CLI).
 // Users match on `code`, never on messages; docs/errors.md lists them all.
+import { type Static, Type } from './type.js';
 
 export const ERROR_CODES = {
   // request shape
@@ -80,15 +81,23 @@ export function isSvcError(e: unknown): e is SvcError {
   return e instanceof SvcError;
 }
 
-/** RFC 9457 problem details as the tower sends them. */
-export interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: ErrorCode;
-  errors?: FieldError[];
-}
+const FieldErrorSchema = Type.Object({ field: Type.String(), message: Type.String() });
+
+/** RFC 9457 problem details as the tower sends them (`application/problem+json`). */
+export const ProblemSchema = Type.Object({
+  /** `urn:svc:error:<code>`. */
+  type: Type.String(),
+  title: Type.String(),
+  status: Type.Integer(),
+  /** For people; may change. */
+  detail: Type.String(),
+  /** Stable: what clients match on (docs/errors.md). An enum in the document, a string to serializers. */
+  code: Type.String({ enum: Object.keys(ERROR_CODES) }),
+  /** Field errors of `validation_failed`. */
+  errors: Type.Optional(Type.Array(FieldErrorSchema)),
+});
+
+export type Problem = Omit<Static<typeof ProblemSchema>, 'code'> & { code: ErrorCode };
 
 export function problemOf(e: SvcError): Problem {
   const p: Problem = {

@@ -40,6 +40,50 @@ export const HistoryPage = Type.Object({
 });
 export type HistoryPage = Static<typeof HistoryPage>;
 
+const Ids = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100 });
+
+/** The query of GET /events/stream and /events/ws: filters (each repeatable) and where to resume. */
+export const StreamQuery = Type.Object(
+  {
+    domain_id: Type.Optional(Ids),
+    mission_id: Type.Optional(Ids),
+    type: Type.Optional(Type.Array(EventTypeSchema, { maxItems: 4 })),
+    last_event_id: Type.Optional(Type.String({ maxLength: 30 })),
+    /** Browsers cannot set headers on EventSource/WebSocket (see tower/http/auth-hook.ts). */
+    access_token: Type.Optional(Type.String({ maxLength: 4096 })),
+  },
+  { additionalProperties: false },
+);
+export type StreamQuery = Static<typeof StreamQuery>;
+
+const NullableText = Type.Union([Type.String({ maxLength: 100 }), Type.Null()]);
+
+/** One event svcd publishes (POST /nodes/events); `key` makes a retried batch land once. */
+export const NodeEvent = Type.Object(
+  {
+    key: Type.String({ minLength: 1, maxLength: 100 }),
+    type: Type.Union([Type.Literal('matrix'), Type.Literal('progress')]),
+    domain_id: Type.Optional(NullableText),
+    mission_id: Type.Optional(NullableText),
+    agent_id: Type.Optional(NullableText),
+    status: Type.Optional(NullableText),
+    payload: Type.Record(Type.String(), Type.Unknown()),
+  },
+  { additionalProperties: false },
+);
+export const NodeEventsBody = Type.Object(
+  { events: Type.Array(NodeEvent, { minItems: 1, maxItems: 500 }) },
+  { additionalProperties: false },
+);
+export type NodeEventsBody = Static<typeof NodeEventsBody>;
+
+export const NodeEventsAccepted = Type.Object({
+  accepted: Type.Integer(),
+  /** Events whose key this node had already published: skipped. */
+  duplicates: Type.Integer(),
+});
+export type NodeEventsAccepted = Static<typeof NodeEventsAccepted>;
+
 /**
  * The `reset` SSE event of GET /events/stream (not a feed event: no id): sent before any event
  * when a resume crosses a gap; the events after `last_event_id` up to `resume_after` are gone.

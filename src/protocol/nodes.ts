@@ -1,8 +1,8 @@
 // Wire shapes of node registration (docs/api.md, Nodes; docs/operator-guide.md, 3).
 
-import type { AgentStatus } from './agents.js';
+import { AgentStatus } from './agents.js';
 import { Id, Timestamp } from './common.js';
-import type { CronList } from './cron.js';
+import { CronList } from './cron.js';
 import { type Static, Type } from './type.js';
 
 export const Hostname = Type.String({
@@ -54,9 +54,10 @@ export type NodeAgentAction = Static<typeof NodeAgentAction>;
  * GET /nodes/{id}/status: what the node's svcd answers to node.status (its agent.list items
  * and its cron.list), asked over the control channel, with the node's id and hostname.
  */
-export interface NodeStatus {
-  node_id: string;
-  hostname: string;
-  agents: AgentStatus[];
-  cron: CronList;
-}
+export const NodeStatus = Type.Object({
+  node_id: Id,
+  hostname: Type.String(),
+  agents: Type.Array(AgentStatus),
+  cron: CronList,
+});
+export type NodeStatus = Static<typeof NodeStatus>;

@@ -84,27 +84,32 @@ export type SecretInfo = Static<typeof SecretInfo>;
 export const SecretFetch = Type.Object({ agent_id: Id }, closed);
 export type SecretFetch = Static<typeof SecretFetch>;
 
-export interface SecretFetched {
-  name: string;
-  domain_id: string;
-  version: number;
-  value: string;
-}
+export const SecretFetched = Type.Object({
+  name: SecretName,
+  domain_id: Id,
+  version: Type.Integer(),
+  value: Type.String(),
+});
+export type SecretFetched = Static<typeof SecretFetched>;
 
-export interface MasterKeyStatus {
+const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
+
+export const MasterKeyStatus = Type.Object({
   /** Fingerprint of the key new versions are encrypted with ("mk_…"); never the key. Null: no key. */
-  key_id: string | null;
-  source: 'file' | 'env';
+  key_id: Nullable(Type.String()),
+  source: Type.Union([Type.Literal('file'), Type.Literal('env')]),
   /** Other keys configured for decryption only. */
-  previous_key_ids: string[];
+  previous_key_ids: Type.Array(Type.String()),
   /** How many stored secret versions are encrypted under each key id. */
-  versions_by_key: Record<string, number>;
+  versions_by_key: Type.Record(Type.String(), Type.Integer()),
   /** Why this tower cannot seal or open values (wrong or missing key), or null. */
-  problem: string | null;
-}
+  problem: Nullable(Type.String()),
+});
+export type MasterKeyStatus = Static<typeof MasterKeyStatus>;
 
-export interface MasterKeyRotated {
-  key_id: string;
-  previous_key_id: string;
-  reencrypted: number;
-}
+export const MasterKeyRotated = Type.Object({
+  key_id: Type.String(),
+  previous_key_id: Type.String(),
+  reencrypted: Type.Integer(),
+});
+export type MasterKeyRotated = Static<typeof MasterKeyRotated>;

@@ -3,7 +3,7 @@
 // instance per process; start() and stop() are idempotent.
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
@@ -12,11 +12,11 @@ import { attachRoutes } from './attach/routes.js';
 import { Authenticator } from './auth/authenticate.js';
 import { CredentialWatch } from './auth/credential-watch.js';
 import { createOidcVerifier, type OidcOptions } from './auth/oidc.js';
-import { authRoutes } from './auth/routes.js';
 import { SigningKeys } from './auth/signing-keys.js';
 import { bootstrapAdminToken } from './auth/tokens.js';
 import { consoleRoutes } from './console/plugin.js';
-import { approvalRoutes } from './feed/approvals.js';
+import { credentialRoutes } from './credentials/routes.js';
+import { approvalRoutes, approvalService } from './feed/approvals.js';
 import { appendEvents } from './feed/event-log.js';
 import { historyRoutes } from './feed/history.js';
 import { FeedHub } from './feed/hub.js';
@@ -27,6 +27,7 @@ import { FeedStats } from './feed/stats.js';
 import { buildApp } from './http/app.js';
 import { RequestDeadline } from './http/deadline.js';
 import { createMetrics } from './http/metrics.js';
+import { openapiRoute } from './http/openapi.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { mcpRoutes } from './mcp/plugin.js';
 import { meshTaskBlocks } from './mesh/event-codec.js';
@@ -37,7 +38,7 @@ import { ControlHub, controlRoutes } from './nodes/control-hub.js';
 import { Presence } from './nodes/presence.js';
 import { nodeRequestRoutes } from './nodes/routes.js';
 import { createTaskRelay } from './nodes/task-relay.js';
-import { recordRoutes } from './records/routes.js';
+import { recordCollections, recordRoutes } from './records/routes.js';
 import { type AgentLookup, agentsTableLookup } from './secrets/agents.js';
 import { secretRoutes } from './secrets/routes.js';
 import { StoreHealth } from './store/health.js';
@@ -77,6 +78,8 @@ export interface TowerOptions {
   storeTimeouts?: StoreTimeouts;
   /** Every request is answered within this (ms), 503 if the store did not let it finish. */
   requestDeadlineMs?: number;
+  /** Told of every route as it is added (tests list the app's routes). */
+  onRoute?: (route: RouteOptions) => void;
   /** SQLite: how long a write waits for another process's lock (ms). */
   busyTimeoutMs?: number;
   /** PostgreSQL: mesh lease-holding statements of one kind under way at once (default 4). */
@@ -255,6 +258,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
         health,
         readiness: createReadiness({ store, health, write, clock }),
         deadline: new RequestDeadline(clock, opts.requestDeadlineMs),
+        ...(opts.onRoute ? { onRoute: opts.onRoute } : {}),
         ...(opts.tls ? { https: opts.tls } : {}),
       },
     );
@@ -273,9 +277,12 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     await app.register(historyRoutes, { store, blocks: [meshTaskBlocks] });
     await app.register(approvalRoutes, { store, write, agents, nodes });
     await app.register(meshRoutes, { mesh, db: store.db, write });
+    const records = recordCollections({ store, write });
     await app.register(mcpRoutes, {
       log,
       mesh,
+      approvals: approvalService({ store, write, agents, nodes }),
+      records,
       ...(opts.schemaPackFile !== undefined ? { schemaPackFile: opts.schemaPackFile } : {}),
     });
     await app.register(controlRoutes, {
@@ -297,8 +304,8 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       presence,
       authFailures,
     });
-    await app.register(authRoutes, { store, write, auth, keys, presence: nodesOnline });
-    await app.register(recordRoutes, { store, write });
+    await app.register(credentialRoutes, { store, write, auth, keys, presence: nodesOnline });
+    await app.register(recordRoutes, { collections: records });
     await app.register(secretRoutes, {
       clock,
       log,
@@ -309,6 +316,8 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       agents,
     });
     await app.register(consoleRoutes, opts.consoleDir ? { dir: opts.consoleDir } : {});
+    // Last: the OpenAPI document describes every route registered above.
+    openapiRoute(app);
     // Upgraded sockets (WebSockets, and upgrades refused with 401/403) are not tracked by the
     // HTTP server: a refused one whose client left stays half-open and would hold close()
     // forever. End them when the peer does, and destroy what is left at shutdown.

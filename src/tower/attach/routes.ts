@@ -7,7 +7,7 @@
 // a viewer whose node another replica holds is handed to that replica, and a ticket or a
 // dial-back is handed to the replica whose id it carries (nodes/forward.ts).
 import { createHash, randomBytes } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { WebSocket } from 'ws';
 import type { Logger } from '../../lib/log.js';
@@ -15,7 +15,6 @@ import {
   ATTACH_TICKETS_PATH,
   ATTACH_WS_PATH,
   type AttachTicket,
-  AttachTicketRequest,
   closeCodeOf,
   DIAL_BACK_TIMEOUT_MS,
   decodeServerFrame,
@@ -30,6 +29,7 @@ import { type ErrorCode, isSvcError, SvcError } from '../../protocol/errors.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import type { CredentialWatch } from '../auth/credential-watch.js';
 import { canSeeDomain, hasScope, type Principal } from '../auth/principal.js';
+import type { TowerApp } from '../http/app.js';
 import {
   type AddressLimitDeps,
   addressRefusal,
@@ -42,6 +42,7 @@ import type { Holder, Presence } from '../nodes/presence.js';
 import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
 import type { Store } from '../store/open.js';
 import { pipeSockets } from './pipe.js';
+import { attachSchemas } from './schemas.js';
 
 export interface AttachOptions {
   /** Origins besides the tower's own that browsers may attach from (e.g. a console dev server). */
@@ -83,7 +84,7 @@ export interface AttachDeps extends AttachOptions, AddressLimitDeps {
 }
 
 export const attachRoutes = fp(
-  async (app: FastifyInstance, deps: AttachDeps) => {
+  async (app: TowerApp, deps: AttachDeps) => {
     const log = deps.log.child({ component: 'attach' });
     const agents = deps.agents ?? agentsTableLookup;
     const tickets = new Map<string, Ticket>();
@@ -137,9 +138,9 @@ export const attachRoutes = fp(
 
     app.post(ATTACH_TICKETS_PATH, {
       config: { scope: 'feed:read' },
-      schema: { body: AttachTicketRequest },
+      schema: attachSchemas.ticket,
       handler: async (req, reply) => {
-        const body = req.body as AttachTicketRequest;
+        const body = req.body;
         const readOnly = body.read_only ?? false;
         await authorize(req.principal, body.node, body.agent, readOnly);
         const now = deps.clock.now();
@@ -168,7 +169,7 @@ export const attachRoutes = fp(
 
     app.get(
       ATTACH_WS_PATH,
-      { config: { scope: 'public', rateLimitExempt: true }, websocket: true },
+      { config: { scope: 'public', rateLimitExempt: true }, schema: attachSchemas.viewer, websocket: true },
       (socket, req) => {
         // Frames the viewer sends before the node is there wait in the socket.
         socket.pause();
@@ -377,9 +378,13 @@ export const attachRoutes = fp(
 
     app.get(
       `${NODE_ATTACH_PREFIX}:stream_id`,
-      { config: { scope: 'feed:read', rateLimitExempt: true }, websocket: true },
+      {
+        config: { scope: 'feed:read', rateLimitExempt: true },
+        schema: attachSchemas.nodeDialBack,
+        websocket: true,
+      },
       (socket, req) => {
-        const id = (req.params as { stream_id: string }).stream_id;
+        const id = req.params.stream_id;
         const p = pending.get(id);
         if (!p && !forwarded(req)) {
           // The node's dial-back reached another replica than the one waiting for it.

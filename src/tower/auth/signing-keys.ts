@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import type { SigningKey } from '../../protocol/auth.js';
 import { SvcError } from '../../protocol/errors.js';
 import { transaction } from '../store/transaction.js';
 import type { Db, Dialect, SigningKeyRow } from '../store/types.js';
@@ -23,13 +24,7 @@ export interface NodeClaims {
   jti: string;
 }
 
-export interface SigningKeyInfo {
-  kid: string;
-  alg: string;
-  created_at: string;
-  retired_at: string | null;
-  active: boolean;
-}
+export type SigningKeyInfo = SigningKey;
 
 export class SigningKeys {
   private verifyKeys = new Map<string, KeyLike>();

@@ -7,9 +7,11 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { SvcError } from '../../protocol/errors.js';
+import type { TowerApp } from '../http/app.js';
+import { consoleSchemas } from './schemas.js';
 
 export const CONSOLE_CSP = [
   "default-src 'none'",
@@ -88,7 +90,7 @@ export interface ConsoleDeps {
 }
 
 export const consoleRoutes = fp(
-  async (app: FastifyInstance, deps: ConsoleDeps) => {
+  async (app: TowerApp, deps: ConsoleDeps) => {
     const dir = deps.dir ?? defaultConsoleDir();
     // Read once at start: the bundle is small and immutable for the life of the process.
     const assets = loadAssets(dir);
@@ -110,9 +112,10 @@ export const consoleRoutes = fp(
       }
       return send(req, reply, asset, false);
     };
-    app.get('/', { config: { scope: 'public', rateLimitExempt: true } }, index);
-    app.get('/index.html', { config: { scope: 'public', rateLimitExempt: true } }, index);
-    app.get('/assets/*', { config: { scope: 'public', rateLimitExempt: true } }, (req, reply) => {
+    const config = { scope: 'public', rateLimitExempt: true } as const;
+    app.get('/', { config, schema: consoleSchemas.index }, index);
+    app.get('/index.html', { config, schema: consoleSchemas.index }, index);
+    app.get('/assets/*', { config, schema: consoleSchemas.asset }, (req, reply) => {
       const path = req.url.split('?')[0] ?? '';
       const asset = assets.get(decodeURIComponent(path));
       if (!asset) throw new SvcError('not_found', `no console asset ${path}`);

@@ -3,59 +3,28 @@
 import { setMaxListeners } from 'node:events';
 import type { Socket } from 'node:net';
 import websocket from '@fastify/websocket';
-import { type Static, Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { WebSocket } from 'ws';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import { TOWER_MAX_FRAME_BYTES } from '../../protocol/attach.js';
 import { SvcError } from '../../protocol/errors.js';
-import { type EventType, EventTypeSchema, type FeedEvent } from '../../protocol/events.js';
+import type { EventType, FeedEvent, StreamQuery } from '../../protocol/events.js';
 import type { CredentialWatch } from '../auth/credential-watch.js';
 import type { Principal } from '../auth/principal.js';
+import type { TowerApp } from '../http/app.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import type { Write } from '../store/tx.js';
 import { FrameCache, httpChunk } from './frames.js';
 import type { FeedFilter, FeedHub, ResetInfo, Subscription } from './hub.js';
+import { feedSchemas } from './schemas.js';
 import { FeedStats } from './stats.js';
 
 /** Bytes a consumer may leave unread before it is cut off (it resumes by id). */
 export const STREAM_BUFFER_LIMIT = 1024 * 1024;
 /** Replay waits for the consumer above this many unread bytes. */
 export const REPLAY_SOFT_LIMIT = 256 * 1024;
-
-const Ids = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100 });
-export const StreamQuery = Type.Object(
-  {
-    domain_id: Type.Optional(Ids),
-    mission_id: Type.Optional(Ids),
-    type: Type.Optional(Type.Array(EventTypeSchema, { maxItems: 4 })),
-    last_event_id: Type.Optional(Type.String({ maxLength: 30 })),
-    /** Browsers cannot set headers on EventSource/WebSocket (see http/auth-hook.ts). */
-    access_token: Type.Optional(Type.String({ maxLength: 4096 })),
-  },
-  { additionalProperties: false },
-);
-type StreamQuery = Static<typeof StreamQuery>;
-
-const NodeEvent = Type.Object(
-  {
-    key: Type.String({ minLength: 1, maxLength: 100 }),
-    type: Type.Union([Type.Literal('matrix'), Type.Literal('progress')]),
-    domain_id: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
-    mission_id: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
-    agent_id: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
-    status: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
-    payload: Type.Record(Type.String(), Type.Unknown()),
-  },
-  { additionalProperties: false },
-);
-export const NodeEventsBody = Type.Object(
-  { events: Type.Array(NodeEvent, { minItems: 1, maxItems: 500 }) },
-  { additionalProperties: false },
-);
-type NodeEventsBody = Static<typeof NodeEventsBody>;
 
 export interface FeedRouteOptions {
   hub: FeedHub;
@@ -86,8 +55,8 @@ function filterOf(q: StreamQuery): FeedFilter {
 }
 
 /** The credential the stream was opened with, as an Authorization header value. */
-function headerOf(req: FastifyRequest): string {
-  const t = (req.query as StreamQuery).access_token;
+function headerOf(req: FastifyRequest, q: StreamQuery): string {
+  const t = q.access_token;
   return req.headers.authorization ?? (t ? `Bearer ${t}` : '');
 }
 
@@ -114,7 +83,7 @@ export interface FeedRouteDeps extends FeedRouteOptions {
 }
 
 export const feedRoutes = fp(
-  async (app: FastifyInstance, deps: FeedRouteDeps) => {
+  async (app: TowerApp, deps: FeedRouteDeps) => {
     const { hub } = deps;
     const stats = deps.stats ?? new FeedStats();
     // The hub hands every stream the same event objects: their wire bytes are made once.
@@ -133,9 +102,9 @@ export const feedRoutes = fp(
 
     app.get('/events/stream', {
       config: { scope: 'feed:read', rateLimitExempt: true },
-      schema: { querystring: StreamQuery },
+      schema: feedSchemas.stream,
       handler: async (req, reply) => {
-        const q = req.query as StreamQuery;
+        const q = req.query;
         const after = parseAfter(req, q);
         const principal = req.principal;
         reply.hijack();
@@ -195,7 +164,7 @@ export const feedRoutes = fp(
           if (comment && !res.writableEnded) res.end(`: ${comment}\n\n`);
           else if (!res.writableEnded) res.end();
         };
-        const unwatch = watch.add(headerOf(req), {
+        const unwatch = watch.add(headerOf(req, q), {
           keepalive: () => res.write(': keep-alive\n\n'),
           end: (why) => finish(why),
         });
@@ -260,11 +229,11 @@ export const feedRoutes = fp(
       '/events/ws',
       {
         config: { scope: 'feed:read', rateLimitExempt: true },
-        schema: { querystring: StreamQuery },
+        schema: feedSchemas.ws,
         websocket: true,
       },
-      async (socket: WebSocket, req: FastifyRequest) => {
-        const q = req.query as StreamQuery;
+      async (socket: WebSocket, req) => {
+        const q = req.query;
         let after: bigint | null;
         try {
           after = parseAfter(req, q);
@@ -308,7 +277,7 @@ export const feedRoutes = fp(
           sub?.close();
           socket.close(code, why);
         };
-        const unwatch = watch.add(headerOf(req), {
+        const unwatch = watch.add(headerOf(req, q), {
           keepalive: () => socket.ping(),
           // A close reason is at most 123 bytes.
           end: (why) => finish(1008, why.slice(0, 120)),
@@ -376,11 +345,11 @@ export const feedRoutes = fp(
     // retried after a lost reply land once; the node id is stamped by the tower, not trusted.
     app.post('/nodes/events', {
       config: { scope: 'feed:read' },
-      schema: { body: NodeEventsBody },
+      schema: feedSchemas.nodeEvents,
       handler: async (req, reply) => {
         const nodeId = req.principal.nodeId;
         if (!nodeId) throw new SvcError('forbidden', 'only nodes publish here: use a node credential');
-        const body = req.body as NodeEventsBody;
+        const body = req.body;
         for (const e of body.events) {
           if (e.domain_id && req.principal.domains !== null && !req.principal.domains.includes(e.domain_id)) {
             throw new SvcError('forbidden', `this node may not publish events of domain ${e.domain_id}`);

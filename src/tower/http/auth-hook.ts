@@ -59,12 +59,7 @@ export function installAuth(app: FastifyInstance, deps: AuthHookDeps, deadline: 
         `this route needs the "${scope}" scope; the credential has ${principal.scopes.join(', ') || 'none'}`,
       );
     }
-    if (req.routeOptions.config?.towerWide && !isUnrestrictedAdmin(principal)) {
-      throw new SvcError(
-        'forbidden',
-        `this route is tower-wide administration: it needs an admin credential for every domain (this one is limited to ${principal.domains?.join(', ') || 'no domain'})`,
-      );
-    }
+    if (req.routeOptions.config?.towerWide) requireTowerWide(principal);
     req.principal = principal;
     if (!deps.rateLimiter.enabled || req.routeOptions.config?.rateLimitExempt) return;
     const d = deps.rateLimiter.take(principal.id, deps.clock.now());
@@ -123,4 +118,14 @@ function queryToken(url: string): string | undefined {
   if (q < 0) return undefined;
   const token = new URLSearchParams(url.slice(q + 1)).get('access_token');
   return token ? `Bearer ${token}` : undefined;
+}
+
+/** Refuses a principal limited to domains where a route is tower-wide (config.towerWide). */
+export function requireTowerWide(principal: Principal): void {
+  if (!isUnrestrictedAdmin(principal)) {
+    throw new SvcError(
+      'forbidden',
+      `this route is tower-wide administration: it needs an admin credential for every domain (this one is limited to ${principal.domains?.join(', ') || 'no domain'})`,
+    );
+  }
 }

@@ -10,6 +10,7 @@ import AjvModule from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
 import { SvcError } from '../../protocol/errors.js';
+import { fieldErrors } from '../../protocol/field-errors.js';
 
 // ajv and ajv-formats are CommonJS with default exports.
 const Ajv = AjvModule.default ?? AjvModule;
@@ -77,6 +78,22 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
 }
 
 /**
+ * Checks a request body outside a route (MCP tools that call a route's service) exactly as
+ * the route's body schema would: same compiler, same validation_failed problem.
+ */
+export function bodyCheck(schema: object): (body: unknown) => void {
+  const validate = makeAjv(false).compile(withTextRule(schema) as object);
+  return (body) => {
+    if (validate(body)) return;
+    const errors = fieldErrors('body', validate.errors ?? []);
+    const first = errors[0];
+    throw new SvcError('validation_failed', first ? `${first.field}: ${first.message}` : 'invalid request', {
+      errors,
+    });
+  };
+}
+
+/**
  * The name of the first value of `value` (a map of strings, string arrays, anything else) that
  * is a string holding NUL or a list of strings one of which does.
  */
@@ -118,4 +135,4 @@ export function refuseNul(part: string, value: unknown): void {
 }
 
 // Shared with svcd's schema pack (protocol/field-errors.ts).
-export { fieldErrors } from '../../protocol/field-errors.js';
+export { fieldErrors };

@@ -3,58 +3,47 @@
 // embedded defaults, or the file's `{"tools": {name: schema}}` that the entry point names
 // (SVC_SCHEMA_PACK_FILE; an invalid file is logged and the defaults are enforced). Each
 // tool is an entry of the table in tools.ts.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
 import { MCP_TOOLS } from '../../protocol/mcp-tools.js';
-import { McpCall } from '../../protocol/mesh.js';
 import { type CompiledSchemaPack, loadSchemaPack } from '../../protocol/schema-pack.js';
 import { hasScope } from '../auth/principal.js';
+import type { ApprovalService } from '../feed/approvals.js';
+import type { TowerApp } from '../http/app.js';
 import { refuseNul } from '../http/validation.js';
 import type { MeshService } from '../mesh/service.js';
-import { meshTools, routeTools, type Tool } from './tools.js';
+import type { RecordCollections } from '../records/routes.js';
+import { mcpSchemas } from './schemas.js';
+import { approvalTools, meshTools, recordTools, type Tool } from './tools.js';
 
 /** What the MCP route uses. */
 export interface McpDeps {
   log: Logger;
   mesh: MeshService;
+  /** Approvals and inbox, as their routes run them. */
+  approvals: ApprovalService;
+  /** The record collections, as their routes use them. */
+  records: RecordCollections;
   /** A schema pack instead of the embedded one (SVC_SCHEMA_PACK_FILE at the CLI). */
   schemaPackFile?: string;
 }
 
 export const mcpRoutes = fp(
-  async (app: FastifyInstance, deps: McpDeps) => {
+  async (app: TowerApp, deps: McpDeps) => {
     const loaded = await loadSchemaPack(deps.schemaPackFile, deps.log.child({ component: 'mcp' }));
     const pack: CompiledSchemaPack = loaded.pack;
-    const tools: Record<string, Tool> = { ...meshTools(deps.mesh), ...routeTools };
-
-    /** Approvals, inbox and records go through their REST routes with the caller's own credential. */
-    const forward = async (req: FastifyRequest, url: string, payload?: unknown) => {
-      const res = await app.inject({
-        method: payload === undefined ? 'GET' : 'POST',
-        url,
-        headers: {
-          authorization: req.headers.authorization ?? '',
-          ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
-      });
-      const body = res.body ? (JSON.parse(res.body) as Record<string, unknown>) : {};
-      if (res.statusCode >= 400) {
-        throw new SvcError(
-          (body.code as never) ?? 'bad_request',
-          String(body.detail ?? `HTTP ${res.statusCode}`),
-        );
-      }
-      return body;
+    const tools: Record<string, Tool> = {
+      ...meshTools(deps.mesh),
+      ...approvalTools(deps.approvals),
+      ...recordTools(deps.records),
     };
 
     app.post('/mcp/call', {
       config: { scope: 'feed:read' },
-      schema: { body: McpCall },
+      schema: mcpSchemas.mcpCall,
       handler: async (req) => {
-        const { tool, args } = req.body as McpCall;
+        const { tool, args } = req.body;
         const known = Object.hasOwn(MCP_TOOLS, tool);
         // Scope before arguments, so a caller without it learns nothing about the schemas.
         const need = known ? MCP_TOOLS[tool as keyof typeof MCP_TOOLS].scope : 'feed:read';
@@ -70,7 +59,6 @@ export const mcpRoutes = fp(
           ? await run({
               principal: req.principal,
               args: args as Record<string, unknown>,
-              forward: (url, payload) => forward(req, url, payload),
             })
           : undefined;
         return { result: result ?? null };

@@ -1,17 +1,20 @@
 // The MCP tools of POST /mcp/call, one entry per tool: arguments (already checked against the
-// schema pack) in, the tool's result out. Mesh tools call the mesh service; the record,
-// approval and inbox tools still go through their REST routes with the caller's credential
-// (docs/architecture.md, Known gaps).
+// schema pack) in, the tool's result out. Each calls the service its REST route calls: the
+// mesh service, the feed's approval service, a record collection. Arguments are checked as
+// the route's body is, as a schema pack may be looser than the route.
+import { ApprovalCreate, ApprovalDecide, InboxSend } from '../../protocol/approvals.js';
 import type { MeshState } from '../../protocol/mesh.js';
 import type { Principal } from '../auth/principal.js';
+import type { ApprovalService } from '../feed/approvals.js';
+import { requireTowerWide } from '../http/auth-hook.js';
+import { bodyCheck } from '../http/validation.js';
 import type { MeshService } from '../mesh/service.js';
+import type { RecordCollections } from '../records/routes.js';
 
 export interface ToolCall {
   principal: Principal;
   /** Validated against the tool's schema. */
   args: Record<string, unknown>;
-  /** Calls a REST route of this tower with the caller's credential; the body, or the problem thrown. */
-  forward(url: string, payload?: unknown): Promise<Record<string, unknown>>;
 }
 
 export type Tool = (call: ToolCall) => Promise<unknown>;
@@ -28,17 +31,18 @@ type Ids = {
   artifact_id: string;
 };
 const ids = (c: ToolCall) => c.args as Ids;
-const path = (...parts: string[]) => parts.map(encodeURIComponent).join('/');
-/** A record's own fields: the ids in its path are not part of its body. */
-const recordBody = (c: ToolCall) => {
-  const { domain_id: _d, mission_id: _m, ...body } = c.args;
-  return body;
-};
+const PATH_IDS = ['domain_id', 'mission_id', 'document_id', 'artifact_id'] as const;
+/** The ids a record's REST path would name, as path parameters (text). */
+const pathIds = (args: Record<string, unknown>): Record<string, string> =>
+  Object.fromEntries(PATH_IDS.filter((k) => args[k] !== undefined).map((k) => [k, String(args[k])]));
 
 const approvalId = (c: ToolCall) => (c.args as { approval_id: string }).approval_id;
-const decision = (c: ToolCall) => {
+const decisionCheck = bodyCheck(ApprovalDecide);
+/** The decision's own fields (the REST body), checked as the route checks them. */
+const decisionOf = (c: ToolCall): ApprovalDecide => {
   const { approval_id: _a, ...body } = c.args;
-  return body;
+  decisionCheck(body);
+  return body as ApprovalDecide;
 };
 
 export function meshTools(mesh: MeshService): Record<string, Tool> {
@@ -83,22 +87,60 @@ export function meshTools(mesh: MeshService): Record<string, Tool> {
   };
 }
 
-export const routeTools: Record<string, Tool> = {
-  request_approval: (c) => c.forward('/approvals', c.args),
-  approve_approval: (c) => c.forward(`/approvals/${path(approvalId(c))}/approve`, decision(c)),
-  reject_approval: (c) => c.forward(`/approvals/${path(approvalId(c))}/reject`, decision(c)),
-  get_approval: (c) => c.forward(`/approvals/${path(approvalId(c))}`),
-  send_inbox: (c) => c.forward('/inbox', c.args),
-  create_domain: (c) => c.forward('/domains', c.args),
-  create_mission: (c) => c.forward(`/domains/${path(ids(c).domain_id)}/m`, recordBody(c)),
-  create_document: (c) =>
-    c.forward(`/domains/${path(ids(c).domain_id, 'm', ids(c).mission_id)}/documents`, recordBody(c)),
-  create_artifact: (c) =>
-    c.forward(`/domains/${path(ids(c).domain_id, 'm', ids(c).mission_id)}/artifacts`, recordBody(c)),
-  get_domain: (c) => c.forward(`/domains/${path(ids(c).domain_id)}`),
-  get_mission: (c) => c.forward(`/domains/${path(ids(c).domain_id, 'm', ids(c).mission_id)}`),
-  get_document: (c) =>
-    c.forward(`/domains/${path(ids(c).domain_id, 'm', ids(c).mission_id, 'documents', ids(c).document_id)}`),
-  get_artifact: (c) =>
-    c.forward(`/domains/${path(ids(c).domain_id, 'm', ids(c).mission_id, 'artifacts', ids(c).artifact_id)}`),
-};
+/**
+ * Approvals and inbox: the arguments are checked as the REST body is (a schema pack may be
+ * looser than the route), then the same service the routes use runs with the caller.
+ */
+export function approvalTools(approvals: ApprovalService): Record<string, Tool> {
+  const approval = bodyCheck(ApprovalCreate);
+  const inbox = bodyCheck(InboxSend);
+  return {
+    request_approval: async (c) => {
+      approval(c.args);
+      return approvals.request(c.principal, c.args as ApprovalCreate);
+    },
+    send_inbox: async (c) => {
+      inbox(c.args);
+      return approvals.sendInbox(c.principal, c.args as InboxSend);
+    },
+    get_approval: async (c) => approvals.get(c.principal, approvalId(c)),
+    approve_approval: async (c) => approvals.decide(c.principal, approvalId(c), 'approve', decisionOf(c)),
+    reject_approval: async (c) => approvals.decide(c.principal, approvalId(c), 'reject', decisionOf(c)),
+  };
+}
+
+/** Records: create and get by id, as POST and GET of the collection's routes. */
+export function recordTools(records: RecordCollections): Record<string, Tool> {
+  const collection = (entity: string) => {
+    const c = records[entity];
+    if (!c) throw new Error(`no record collection ${entity}`);
+    return c;
+  };
+  const create = (entity: string): Tool => {
+    const c = collection(entity);
+    const check = bodyCheck(c.spec.schemas.create);
+    return async ({ principal, args }) => {
+      // Domains are tower-wide, as their route says (config.towerWide).
+      if (c.spec.parent === 'none') requireTowerWide(principal);
+      // A record's own fields: the parents' ids are its path, not its body.
+      const { domain_id: _d, mission_id: _m, ...fields } = args;
+      const body = c.spec.parent === 'none' ? args : fields;
+      check(body);
+      return c.create(principal, pathIds(args), body);
+    };
+  };
+  const get =
+    (entity: string): Tool =>
+    async ({ principal, args }) =>
+      collection(entity).get(principal, pathIds(args));
+  return {
+    create_domain: create('domain'),
+    create_mission: create('mission'),
+    create_document: create('document'),
+    create_artifact: create('artifact'),
+    get_domain: get('domain'),
+    get_mission: get('mission'),
+    get_document: get('document'),
+    get_artifact: get('artifact'),
+  };
+}

@@ -2,21 +2,15 @@
 // read, retry, cancel). Every task operation goes through MeshService; no SQL of tasks here.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { newId } from '../../lib/ids.js';
-import { IdParam } from '../../protocol/common.js';
 import { SvcError } from '../../protocol/errors.js';
-import {
-  type Agent,
-  AgentEnroll,
-  AgentListQuery,
-  MeshTaskCreate,
-  MeshTaskListQuery,
-} from '../../protocol/mesh.js';
+import type { Agent } from '../../protocol/mesh.js';
 import { canSeeDomain, type Principal } from '../auth/principal.js';
 import { listInDomains } from '../records/access.js';
 import { decodeCursor, page } from '../records/cursor.js';
 import type { Write } from '../store/tx.js';
 import type { Db } from '../store/types.js';
 import type { AgentRow } from './migrations.js';
+import { meshSchemas } from './schemas.js';
 import type { MeshService } from './service.js';
 
 export function agentOf(r: AgentRow): Agent {
@@ -39,14 +33,10 @@ export interface MeshRoutesOptions {
   write: Write;
 }
 
-const AgentParam = IdParam('agent_id');
-const MissionParam = IdParam('mission_id');
-const TaskParam = IdParam('task_id');
-
 export const meshRoutes: FastifyPluginAsyncTypebox<MeshRoutesOptions> = async (app, { mesh, db, write }) => {
   app.post('/agents', {
     config: { scope: 'work:write' },
-    schema: { body: AgentEnroll },
+    schema: meshSchemas.enrollAgent,
     handler: async (req, reply) => {
       const nodeId = req.principal.nodeId;
       if (!nodeId) {
@@ -94,7 +84,7 @@ export const meshRoutes: FastifyPluginAsyncTypebox<MeshRoutesOptions> = async (a
 
   app.get('/agents', {
     config: { scope: 'feed:read' },
-    schema: { querystring: AgentListQuery },
+    schema: meshSchemas.listAgents,
     handler: async (req) => {
       const q = req.query;
       let sel = db.selectFrom('agents').selectAll();
@@ -112,13 +102,13 @@ export const meshRoutes: FastifyPluginAsyncTypebox<MeshRoutesOptions> = async (a
 
   app.get('/agents/:agent_id', {
     config: { scope: 'feed:read' },
-    schema: { params: AgentParam },
+    schema: meshSchemas.getAgent,
     handler: async (req) => agentOf(await loadAgent(req.principal, req.params.agent_id)),
   });
 
   app.delete('/agents/:agent_id', {
     config: { scope: 'work:write' },
-    schema: { params: AgentParam },
+    schema: meshSchemas.deleteAgent,
     handler: async (req, reply) => {
       const row = await loadAgent(req.principal, req.params.agent_id);
       if (req.principal.nodeId !== undefined && row.node_id !== req.principal.nodeId) {
@@ -139,7 +129,7 @@ export const meshRoutes: FastifyPluginAsyncTypebox<MeshRoutesOptions> = async (a
 
   app.post('/work/missions/:mission_id/tasks', {
     config: { scope: 'work:write' },
-    schema: { params: MissionParam, body: MeshTaskCreate },
+    schema: meshSchemas.createTask,
     handler: async (req, reply) => {
       const t = await mesh.create(req.principal, req.params.mission_id, req.body);
       return reply.code(201).send(t);
@@ -148,7 +138,7 @@ export const meshRoutes: FastifyPluginAsyncTypebox<MeshRoutesOptions> = async (a
 
   app.get('/work/missions/:mission_id/tasks', {
     config: { scope: 'feed:read' },
-    schema: { params: MissionParam, querystring: MeshTaskListQuery },
+    schema: meshSchemas.listTasks,
     handler: async (req) => {
       const q = req.query;
       const limit = q.limit ?? 50;
@@ -163,19 +153,19 @@ export const meshRoutes: FastifyPluginAsyncTypebox<MeshRoutesOptions> = async (a
 
   app.get('/work/tasks/:task_id', {
     config: { scope: 'feed:read' },
-    schema: { params: TaskParam },
+    schema: meshSchemas.getTask,
     handler: async (req) => mesh.get(req.principal, req.params.task_id),
   });
 
   app.post('/work/tasks/:task_id/retry', {
     config: { scope: 'work:write' },
-    schema: { params: TaskParam },
+    schema: meshSchemas.retryTask,
     handler: async (req) => mesh.retry(req.principal, req.params.task_id),
   });
 
   app.post('/work/tasks/:task_id/cancel', {
     config: { scope: 'work:write' },
-    schema: { params: TaskParam },
+    schema: meshSchemas.cancelTask,
     handler: async (req) => mesh.cancel(req.principal, req.params.task_id),
   });
 };

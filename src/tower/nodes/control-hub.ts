@@ -9,7 +9,6 @@
 // task_ready arriving: workers also poll (docs/worker.md).
 
 import { randomBytes } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { WebSocket } from 'ws';
 import { type Clock, systemClock, type TimerHandle } from '../../lib/clock.js';
@@ -29,9 +28,11 @@ import {
 } from '../../protocol/control.js';
 import { type ErrorCode, isErrorCode, SvcError } from '../../protocol/errors.js';
 import type { CredentialWatch } from '../auth/credential-watch.js';
+import type { TowerApp } from '../http/app.js';
 import { credentialHeader } from '../http/auth-hook.js';
 import { makeAjv } from '../http/validation.js';
 import type { Write } from '../store/tx.js';
+import { nodeSchemas } from './schemas.js';
 
 interface Channel {
   nodeId: string;
@@ -174,7 +175,7 @@ export interface ControlRoutesDeps {
 export const CHANNELS_FULL_RETRY_AFTER_S = 5;
 
 export const controlRoutes = fp(
-  async (app: FastifyInstance, deps: ControlRoutesDeps) => {
+  async (app: TowerApp, deps: ControlRoutesDeps) => {
     const { hub } = deps;
     const maxChannels = deps.maxChannels ?? 0;
     const ajv = makeAjv(false);
@@ -229,7 +230,12 @@ export const controlRoutes = fp(
         );
       }
     };
-    const route = { config: { scope: 'feed:read' as const }, websocket: true as const, preValidation: shed };
+    const route = {
+      config: { scope: 'feed:read' as const },
+      schema: nodeSchemas.connect,
+      websocket: true as const,
+      preValidation: shed,
+    };
     app.get(CONTROL_PATH, route, (socket: WebSocket, req) => {
       sockets++;
       socket.once('close', () => {

@@ -4,20 +4,24 @@
 // node decides what happens (its supervisor and cron answer exactly as on mgmt.sock). A node
 // whose channel another replica holds is asked through that replica (nodes/forward.ts).
 
-import { Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { Id, IdParam } from '../../protocol/common.js';
+import type { AgentStatus } from '../../protocol/agents.js';
 import { NODE_REQUEST_TIMEOUT_MS } from '../../protocol/control.js';
 import { SvcError } from '../../protocol/errors.js';
-import { NodeAgentAction } from '../../protocol/nodes.js';
+import type { NodeStatus } from '../../protocol/nodes.js';
 import { canSeeDomain, type Principal } from '../auth/principal.js';
-import { visibleNode } from '../auth/routes.js';
+import { visibleNode } from '../credentials/routes.js';
+import type { TowerApp } from '../http/app.js';
 import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
 import type { Store } from '../store/open.js';
 import type { ControlHub } from './control-hub.js';
 import { forwarded, forwardRequest } from './forward.js';
 import type { Presence } from './presence.js';
+import { nodeSchemas } from './schemas.js';
+
+/** The node's answer as it came: the response schema documents it, and strips nothing. */
+const relayed = () => (data: unknown) => JSON.stringify(data);
 
 /** What the node request routes use: the control channels, and the store to check nodes. */
 export interface NodeRequestDeps {
@@ -29,7 +33,7 @@ export interface NodeRequestDeps {
 }
 
 export const nodeRequestRoutes = fp(
-  async (app: FastifyInstance, deps: NodeRequestDeps) => {
+  async (app: TowerApp, deps: NodeRequestDeps) => {
     const { hub } = deps;
     const agents = deps.agents ?? agentsTableLookup;
     /**
@@ -52,24 +56,27 @@ export const nodeRequestRoutes = fp(
 
     app.get('/nodes/:node_id/status', {
       config: { scope: 'feed:read' },
-      schema: { params: IdParam('node_id') },
+      schema: nodeSchemas.status,
+      // Relayed as the node answered: a node of another version may say more or less.
+      serializerCompiler: relayed,
       handler: async (req, reply) => {
-        const row = await loadNode(req.principal, (req.params as { node_id: string }).node_id);
+        const row = await loadNode(req.principal, req.params.node_id);
         const there = await elsewhere(req, row.id);
         if (there) return forwardRequest(there, req, reply, { ...hop, what: `node ${row.id}` });
-        const result = (await hub.request(row.id, 'node.status', {})) as Record<string, unknown>;
+        const result = (await hub.request(row.id, 'node.status', {})) as Omit<
+          NodeStatus,
+          'node_id' | 'hostname'
+        >;
         return { node_id: row.id, hostname: row.hostname, ...result };
       },
     });
 
     app.post('/nodes/:node_id/agents/:agent_id/actions', {
       config: { scope: 'work:write' },
-      schema: {
-        params: Type.Object({ node_id: Id, agent_id: Id }, { additionalProperties: false }),
-        body: NodeAgentAction,
-      },
+      schema: nodeSchemas.agentAction,
+      serializerCompiler: relayed,
       handler: async (req, reply) => {
-        const params = req.params as { node_id: string; agent_id: string };
+        const params = req.params;
         const row = await loadNode(req.principal, params.node_id);
         // Same rule as attach: an enrolled agent must be on this node and in a visible domain;
         // one only in the node's agents.toml is for credentials that see every domain.
@@ -80,8 +87,8 @@ export const nodeRequestRoutes = fp(
           throw new SvcError('agent_not_found', `agent ${params.agent_id} not found`);
         const there = await elsewhere(req, row.id);
         if (there) return forwardRequest(there, req, reply, { ...hop, what: `node ${row.id}` });
-        const { action } = req.body as NodeAgentAction;
-        return hub.request(row.id, `agent.${action}`, { id: params.agent_id });
+        const { action } = req.body;
+        return (await hub.request(row.id, `agent.${action}`, { id: params.agent_id })) as AgentStatus;
       },
     });
   },

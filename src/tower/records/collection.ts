@@ -1,22 +1,22 @@
 // One REST collection of records (create, get, list, patch, delete) under a domain or a
 // mission. Domains, missions, regular tasks, documents and artifacts differ only in their
 // table, columns and parent, so they share this one implementation.
-import { type TObject, Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TObject } from '@sinclair/typebox';
 import type { Kysely } from 'kysely';
 import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { ListQuery } from '../../protocol/common.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { NewEvent } from '../../protocol/events.js';
 import type { Scope } from '../../protocol/scopes.js';
-import { canSeeDomain } from '../auth/principal.js';
+import { canSeeDomain, type Principal } from '../auth/principal.js';
+import type { TowerApp } from '../http/app.js';
 import type { Store } from '../store/open.js';
 import { type PreparedQuery, prepare, slot } from '../store/prepared.js';
 import type { InsertOne, Tx, Write } from '../store/tx.js';
 import type { Db } from '../store/types.js';
 import { requireDomain, requireMission } from './access.js';
 import { decodeCursor, page } from './cursor.js';
+import { collectionSchemas } from './schemas.js';
 
 type Row = Record<string, unknown>;
 /** Tables are chosen at run time here; the typed Db is used everywhere else. */
@@ -84,22 +84,29 @@ export interface RecordDeps {
   write: Write;
 }
 
-export function registerCollection(app: FastifyInstance, deps: RecordDeps, spec: CollectionSpec): void {
-  const one = `${spec.basePath}/:${spec.idParam}`;
-  const idOf = (req: FastifyRequest) => (req.params as Record<string, string>)[spec.idParam] ?? '';
+/** A route's path parameters (typed by its params schema: every name a string). */
+type Params = Record<string, string>;
+
+/**
+ * One collection's reads and writes, for its routes and for MCP tools: `create` and `get` are
+ * the work of POST and GET by id, given the caller and the path's ids.
+ */
+export type RecordCollection = ReturnType<typeof recordCollection>;
+
+export function recordCollection(deps: RecordDeps, spec: CollectionSpec) {
+  const idOf = (params: Params) => params[spec.idParam] ?? '';
   const loose = (db: Db | Tx['db']) => db as unknown as LooseDb;
 
   /** Checks the parent exists and is visible; returns the parent ids for new rows. */
-  async function parentOf(req: FastifyRequest): Promise<ParentIds> {
-    const params = req.params as Record<string, string>;
+  async function parentOf(principal: Principal, params: Params): Promise<ParentIds> {
     if (spec.parent === 'none') return {};
     const domainId = params.domain_id ?? '';
     if (spec.parent === 'domain') {
-      await requireDomain(deps.store.db, req.principal, domainId);
+      await requireDomain(deps.store.db, principal, domainId);
       return { domain_id: domainId };
     }
     const missionId = params.mission_id ?? '';
-    await requireMission(deps.store.db, req.principal, missionId, domainId);
+    await requireMission(deps.store.db, principal, missionId, domainId);
     return { domain_id: domainId, mission_id: missionId };
   }
 
@@ -120,18 +127,23 @@ export function registerCollection(app: FastifyInstance, deps: RecordDeps, spec:
     return q;
   };
 
-  async function load(db: Db | Tx['db'], req: FastifyRequest, parent: ParentIds): Promise<Row> {
+  async function load(
+    db: Db | Tx['db'],
+    principal: Principal,
+    params: Params,
+    parent: ParentIds,
+  ): Promise<Row> {
     const withDomain = parent.domain_id !== undefined && spec.parent !== 'none';
     const withMission = parent.mission_id !== undefined;
     const [row] = await byIdQuery(withDomain, withMission).all(db, {
-      id: idOf(req),
+      id: idOf(params),
       domain_id: parent.domain_id,
       mission_id: parent.mission_id,
     });
     const domainId =
       spec.parent === 'none' ? (row?.id as string | undefined) : (row?.domain_id as string | undefined);
-    if (!row || domainId === undefined || !canSeeDomain(req.principal, domainId)) {
-      throw new SvcError('not_found', `${spec.entity} ${idOf(req)} not found`);
+    if (!row || domainId === undefined || !canSeeDomain(principal, domainId)) {
+      throw new SvcError('not_found', `${spec.entity} ${idOf(params)} not found`);
     }
     return row;
   }
@@ -152,12 +164,13 @@ export function registerCollection(app: FastifyInstance, deps: RecordDeps, spec:
   }
 
   /** Which parent row a new record needs (checked by the insert itself), or null. */
-  function gateOf(req: FastifyRequest): { parent: ParentIds; gate?: InsertOne['gate']; missing: string } {
-    const params = req.params as Record<string, string>;
+  function gateOf(
+    principal: Principal,
+    params: Params,
+  ): { parent: ParentIds; gate?: InsertOne['gate']; missing: string } {
     if (spec.parent === 'none') return { parent: {}, missing: '' };
     const domainId = params.domain_id ?? '';
-    if (!canSeeDomain(req.principal, domainId))
-      throw new SvcError('not_found', `domain ${domainId} not found`);
+    if (!canSeeDomain(principal, domainId)) throw new SvcError('not_found', `domain ${domainId} not found`);
     if (spec.parent === 'domain') {
       return {
         parent: { domain_id: domainId },
@@ -173,43 +186,65 @@ export function registerCollection(app: FastifyInstance, deps: RecordDeps, spec:
     };
   }
 
+  /** POST: a new record under the path's parents, its `created` event with it. */
+  async function create(principal: Principal, params: Params, body: Row): Promise<Row> {
+    // One statement on PostgreSQL, one grouped write on SQLite; the insert checks the
+    // parent itself (store/tx.ts insertOne), so creating a record is a single store access.
+    const { parent, gate, missing } = gateOf(principal, params);
+    let record: Row = {};
+    const ok = await deps.write.insertOne({
+      table: spec.table,
+      gate,
+      build: (nowMs) => {
+        const now = iso(nowMs);
+        const row: Row = {
+          id: newId(spec.idPrefix, nowMs),
+          ...parent,
+          ...toColumns(spec, spec.schemas.create, body, spec.defaults),
+          created_at: now,
+          updated_at: now,
+        };
+        const rec = fromRow(spec, row);
+        record = rec;
+        return { row, event: eventOf('created', rec) };
+      },
+    });
+    if (!ok) throw new SvcError('not_found', missing);
+    return record;
+  }
+
+  /** GET by id: the record, if the caller sees its domain. */
+  async function get(principal: Principal, params: Params): Promise<Row> {
+    return fromRow(spec, await load(deps.store.db, principal, params, await parentOf(principal, params)));
+  }
+
+  return { spec, deps, loose, parentOf, load, event, create, get };
+}
+
+export function registerCollection(app: TowerApp, c: RecordCollection): void {
+  const { spec, deps, loose, parentOf, load, event } = c;
+  const one = `${spec.basePath}/:${spec.idParam}`;
+  const schemas = collectionSchemas({
+    entity: spec.entity,
+    parentParams: [...spec.basePath.matchAll(/:([a-z_]+)/g)].map((m) => m[1] as string),
+    idParam: spec.idParam,
+    schemas: spec.schemas,
+    children: (spec.children ?? []).map((child) => child.noun),
+  });
+
   app.post(spec.basePath, {
     // Domains themselves are tower-wide: only an admin of every domain creates or deletes one.
     config: { scope: spec.createScope, towerWide: spec.parent === 'none' },
-    schema: { body: spec.schemas.create },
-    handler: async (req, reply) => {
-      // One statement on PostgreSQL, one grouped write on SQLite; the insert checks the
-      // parent itself (store/tx.ts insertOne), so creating a record is a single store access.
-      const { parent, gate, missing } = gateOf(req);
-      let record: Row = {};
-      const ok = await deps.write.insertOne({
-        table: spec.table,
-        gate,
-        build: (nowMs) => {
-          const now = iso(nowMs);
-          const row: Row = {
-            id: newId(spec.idPrefix, nowMs),
-            ...parent,
-            ...toColumns(spec, spec.schemas.create, req.body as Row, spec.defaults),
-            created_at: now,
-            updated_at: now,
-          };
-          const rec = fromRow(spec, row);
-          record = rec;
-          return { row, event: eventOf('created', rec) };
-        },
-      });
-      if (!ok) throw new SvcError('not_found', missing);
-      return reply.code(201).send(record);
-    },
+    schema: schemas.create,
+    handler: async (req, reply) => reply.code(201).send(await c.create(req.principal, req.params, req.body)),
   });
 
   app.get(spec.basePath, {
     config: { scope: 'feed:read' },
-    schema: { querystring: ListQuery },
+    schema: schemas.list,
     handler: async (req) => {
-      const parent = await parentOf(req);
-      const query = req.query as ListQuery;
+      const parent = await parentOf(req.principal, req.params);
+      const query = req.query;
       const limit = query.limit ?? 50;
       const after = decodeCursor(query.cursor);
       let q = loose(deps.store.db)
@@ -233,17 +268,18 @@ export function registerCollection(app: FastifyInstance, deps: RecordDeps, spec:
 
   app.get(one, {
     config: { scope: 'feed:read' },
-    handler: async (req) => fromRow(spec, await load(deps.store.db, req, await parentOf(req))),
+    schema: schemas.get,
+    handler: async (req) => c.get(req.principal, req.params),
   });
 
   app.patch(one, {
     config: { scope: 'work:write' },
-    schema: { body: spec.schemas.patch },
+    schema: schemas.patch,
     handler: async (req) => {
-      const parent = await parentOf(req);
+      const parent = await parentOf(req.principal, req.params);
       return deps.write(async (tx) => {
-        const before = await load(tx.db, req, parent);
-        const changes = { ...toColumns(spec, spec.schemas.patch, req.body as Row, null), updated_at: tx.now };
+        const before = await load(tx.db, req.principal, req.params, parent);
+        const changes = { ...toColumns(spec, spec.schemas.patch, req.body, null), updated_at: tx.now };
         await loose(tx.db)
           .updateTable(spec.table)
           .set(changes)
@@ -258,14 +294,12 @@ export function registerCollection(app: FastifyInstance, deps: RecordDeps, spec:
 
   app.delete(one, {
     config: { scope: spec.parent === 'none' ? 'admin' : 'work:write', towerWide: spec.parent === 'none' },
-    schema: {
-      querystring: Type.Object({ cascade: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
-    },
+    schema: schemas.delete,
     handler: async (req, reply) => {
-      const parent = await parentOf(req);
-      const cascade = (req.query as { cascade?: boolean }).cascade === true;
+      const parent = await parentOf(req.principal, req.params);
+      const cascade = req.query.cascade === true;
       await deps.write(async (tx) => {
-        const row = await load(tx.db, req, parent);
+        const row = await load(tx.db, req.principal, req.params, parent);
         if (!cascade) {
           for (const child of spec.children ?? []) {
             const found = await loose(tx.db)

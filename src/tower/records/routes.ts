@@ -1,9 +1,16 @@
 // The record collections of docs/api.md: domains, missions, regular (Kanban) tasks,
 // documents and artifacts. Regular tasks are tracking only; nothing here dispatches work.
-import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import * as R from '../../protocol/records.js';
-import { type FieldCodec, type RecordDeps, registerCollection } from './collection.js';
+import type { TowerApp } from '../http/app.js';
+import {
+  type CollectionSpec,
+  type FieldCodec,
+  type RecordCollection,
+  type RecordDeps,
+  recordCollection,
+  registerCollection,
+} from './collection.js';
 
 const MISSION_CHILDREN = [
   { table: 'board_tasks', column: 'mission_id', noun: 'tasks' },
@@ -25,10 +32,19 @@ export interface RecordRoutesDeps extends RecordDeps {
   missionChildren?: ChildTable[];
 }
 
+/** The collections by entity: domain, mission, task, document, artifact. */
+export type RecordCollections = Record<string, RecordCollection>;
+
+/** Built once by the composition root, for the routes and the MCP record tools. */
+export function recordCollections(deps: RecordRoutesDeps): RecordCollections {
+  const specs = recordSpecs([...MISSION_CHILDREN, ...(deps.missionChildren ?? [])]);
+  return Object.fromEntries(specs.map((spec) => [spec.entity, recordCollection(deps, spec)]));
+}
+
 /** The record routes, a plugin registered by the composition root. */
 export const recordRoutes = fp(
-  async (app: FastifyInstance, deps: RecordRoutesDeps) => {
-    registerRecords(app, deps, [...MISSION_CHILDREN, ...(deps.missionChildren ?? [])]);
+  async (app: TowerApp, deps: { collections: RecordCollections }) => {
+    for (const c of Object.values(deps.collections)) registerCollection(app, c);
   },
   { name: 'svc-records' },
 );
@@ -40,69 +56,71 @@ const json: FieldCodec = {
 /** bigint columns come back from PostgreSQL as decimal strings. */
 const integer: FieldCodec = { encode: (v) => v, decode: (v) => Number(v) };
 
-function registerRecords(app: FastifyInstance, deps: RecordDeps, missionChildren: ChildTable[]): void {
-  registerCollection(app, deps, {
-    entity: 'domain',
-    table: 'domains',
-    idPrefix: 'dom',
-    parent: 'none',
-    basePath: '/domains',
-    idParam: 'domain_id',
-    schemas: { record: R.Domain, create: R.DomainCreate, patch: R.DomainPatch },
-    createScope: 'admin',
-    defaults: { description: '' },
-    summary: ['name'],
-    children: [{ table: 'missions', column: 'domain_id', noun: 'missions' }],
-  });
-  registerCollection(app, deps, {
-    entity: 'mission',
-    table: 'missions',
-    idPrefix: 'mis',
-    parent: 'domain',
-    basePath: '/domains/:domain_id/m',
-    idParam: 'mission_id',
-    schemas: { record: R.Mission, create: R.MissionCreate, patch: R.MissionPatch },
-    createScope: 'work:write',
-    defaults: { description: '', repository: null, agent_policy: null },
-    codecs: { agent_policy: json },
-    summary: ['name'],
-    children: missionChildren,
-  });
-  registerCollection(app, deps, {
-    entity: 'task',
-    table: 'board_tasks',
-    idPrefix: 'tsk',
-    parent: 'mission',
-    basePath: '/domains/:domain_id/m/:mission_id/t',
-    idParam: 'task_id',
-    schemas: { record: R.BoardTask, create: R.BoardTaskCreate, patch: R.BoardTaskPatch },
-    createScope: 'work:write',
-    defaults: { description: '', status: 'todo' },
-    summary: ['title', 'status'],
-  });
-  registerCollection(app, deps, {
-    entity: 'document',
-    table: 'documents',
-    idPrefix: 'doc',
-    parent: 'mission',
-    basePath: '/domains/:domain_id/m/:mission_id/documents',
-    idParam: 'document_id',
-    schemas: { record: R.Document, create: R.DocumentCreate, patch: R.DocumentPatch },
-    createScope: 'work:write',
-    defaults: { content_type: 'text/markdown' },
-    summary: ['title'],
-  });
-  registerCollection(app, deps, {
-    entity: 'artifact',
-    table: 'artifacts',
-    idPrefix: 'art',
-    parent: 'mission',
-    basePath: '/domains/:domain_id/m/:mission_id/artifacts',
-    idParam: 'artifact_id',
-    schemas: { record: R.Artifact, create: R.ArtifactCreate, patch: R.ArtifactPatch },
-    createScope: 'work:write',
-    defaults: { uri: null, content_type: null, size_bytes: null, metadata: {} },
-    codecs: { metadata: json, size_bytes: integer },
-    summary: ['name'],
-  });
+function recordSpecs(missionChildren: ChildTable[]): CollectionSpec[] {
+  return [
+    {
+      entity: 'domain',
+      table: 'domains',
+      idPrefix: 'dom',
+      parent: 'none',
+      basePath: '/domains',
+      idParam: 'domain_id',
+      schemas: { record: R.Domain, create: R.DomainCreate, patch: R.DomainPatch },
+      createScope: 'admin',
+      defaults: { description: '' },
+      summary: ['name'],
+      children: [{ table: 'missions', column: 'domain_id', noun: 'missions' }],
+    },
+    {
+      entity: 'mission',
+      table: 'missions',
+      idPrefix: 'mis',
+      parent: 'domain',
+      basePath: '/domains/:domain_id/m',
+      idParam: 'mission_id',
+      schemas: { record: R.Mission, create: R.MissionCreate, patch: R.MissionPatch },
+      createScope: 'work:write',
+      defaults: { description: '', repository: null, agent_policy: null },
+      codecs: { agent_policy: json },
+      summary: ['name'],
+      children: missionChildren,
+    },
+    {
+      entity: 'task',
+      table: 'board_tasks',
+      idPrefix: 'tsk',
+      parent: 'mission',
+      basePath: '/domains/:domain_id/m/:mission_id/t',
+      idParam: 'task_id',
+      schemas: { record: R.BoardTask, create: R.BoardTaskCreate, patch: R.BoardTaskPatch },
+      createScope: 'work:write',
+      defaults: { description: '', status: 'todo' },
+      summary: ['title', 'status'],
+    },
+    {
+      entity: 'document',
+      table: 'documents',
+      idPrefix: 'doc',
+      parent: 'mission',
+      basePath: '/domains/:domain_id/m/:mission_id/documents',
+      idParam: 'document_id',
+      schemas: { record: R.Document, create: R.DocumentCreate, patch: R.DocumentPatch },
+      createScope: 'work:write',
+      defaults: { content_type: 'text/markdown' },
+      summary: ['title'],
+    },
+    {
+      entity: 'artifact',
+      table: 'artifacts',
+      idPrefix: 'art',
+      parent: 'mission',
+      basePath: '/domains/:domain_id/m/:mission_id/artifacts',
+      idParam: 'artifact_id',
+      schemas: { record: R.Artifact, create: R.ArtifactCreate, patch: R.ArtifactPatch },
+      createScope: 'work:write',
+      defaults: { uri: null, content_type: null, size_bytes: null, metadata: {} },
+      codecs: { metadata: json, size_bytes: integer },
+      summary: ['name'],
+    },
+  ];
 }

@@ -1,24 +1,14 @@
 // HTTP routes of secrets (docs/secrets.md): operators set, list, grant and revoke (values are
 // write-only), nodes fetch on behalf of an enrolled agent, admins rotate the master key.
 // Every fetch, granted or refused, is audited as a `matrix` event without the value.
-import { Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import { SvcError } from '../../protocol/errors.js';
-import {
-  MAX_SECRET_VALUE_BYTES,
-  SecretDomainQuery,
-  SecretFetch,
-  type SecretFetched,
-  SecretGrantCreate,
-  SecretListQuery,
-  SecretName,
-  SecretPut,
-  SecretRollback,
-} from '../../protocol/secrets.js';
+import { MAX_SECRET_VALUE_BYTES, type SecretFetched } from '../../protocol/secrets.js';
 import type { Principal } from '../auth/principal.js';
+import type { TowerApp } from '../http/app.js';
 import { requireDomain } from '../records/access.js';
 import { decodeCursor, encodeCursor } from '../records/cursor.js';
 import type { Store } from '../store/open.js';
@@ -32,6 +22,7 @@ import {
   rotateMasterKey,
   usableKeyring,
 } from './key-rotation.js';
+import { secretSchemas } from './schemas.js';
 import {
   deleteSecret,
   describeSecret,
@@ -62,12 +53,6 @@ export interface SecretRoutesOptions {
   agents?: AgentLookup;
 }
 
-const NameParam = Type.Object({ name: SecretName }, { additionalProperties: false });
-const GrantParams = Type.Object(
-  { name: SecretName, agent_id: Type.String({ minLength: 1, maxLength: 100 }) },
-  { additionalProperties: false },
-);
-
 /** Who made a change, as stored on versions and grants. */
 const actorOf = (p: Principal): string => p.id;
 
@@ -90,7 +75,7 @@ function requireGlobalAdmin(p: Principal): void {
 }
 
 export const secretRoutes = fp(
-  async (app: FastifyInstance, deps: SecretRoutesDeps) => {
+  async (app: TowerApp, deps: SecretRoutesDeps) => {
     const log = deps.log.child({ component: 'secrets' });
     const keyDeps = { db: deps.store.db, dialect: deps.store.dialect, clock: deps.clock, log };
     const mk = await openMasterKeys(keyDeps, {
@@ -98,20 +83,28 @@ export const secretRoutes = fp(
       ...(deps.masterKey !== undefined ? { masterKey: deps.masterKey } : {}),
     });
     registerSecretRoutes(app, deps, mk, deps.agents ?? agentsTableLookup);
-    app.get('/admin/master-key', { config: { scope: 'admin', towerWide: true } }, async (req) => {
-      requireGlobalAdmin(req.principal);
-      return masterKeyStatus(deps.store.db, mk);
-    });
-    app.post('/admin/master-key/rotate', { config: { scope: 'admin', towerWide: true } }, async (req) => {
-      requireGlobalAdmin(req.principal);
-      return rotateMasterKey(keyDeps, mk);
-    });
+    app.get(
+      '/admin/master-key',
+      { config: { scope: 'admin', towerWide: true }, schema: secretSchemas.masterKey },
+      async (req) => {
+        requireGlobalAdmin(req.principal);
+        return masterKeyStatus(deps.store.db, mk);
+      },
+    );
+    app.post(
+      '/admin/master-key/rotate',
+      { config: { scope: 'admin', towerWide: true }, schema: secretSchemas.rotateMasterKey },
+      async (req) => {
+        requireGlobalAdmin(req.principal);
+        return rotateMasterKey(keyDeps, mk);
+      },
+    );
   },
   { name: 'svc-secrets' },
 );
 
 function registerSecretRoutes(
-  app: FastifyInstance,
+  app: TowerApp,
   deps: SecretRoutesDeps,
   mk: MasterKeys,
   agents: AgentLookup,
@@ -119,112 +112,93 @@ function registerSecretRoutes(
   const db = () => sdb(deps.store.db);
   /** Seals within a write whose key is checked against the database's key first. */
   const claim = (tx: Tx, keyId: string) => claimKeyForWrite(tx, deps.store.dialect, deps.clock, mk, keyId);
-  const nameOf = (req: FastifyRequest) => (req.params as { name: string }).name;
-  const domainOf = async (req: FastifyRequest): Promise<string> => {
+  /** The secret's domain (?domain_id=), once the caller is known to be an operator who sees it. */
+  const domainOf = async (req: FastifyRequest, query: { domain_id: string }): Promise<string> => {
     requireOperator(req.principal);
-    const domainId = (req.query as SecretDomainQuery).domain_id;
-    await requireDomain(deps.store.db, req.principal, domainId);
-    return domainId;
+    await requireDomain(deps.store.db, req.principal, query.domain_id);
+    return query.domain_id;
   };
 
-  app.get(
-    '/secrets',
-    { config: { scope: 'admin' }, schema: { querystring: SecretListQuery } },
-    async (req) => {
-      requireOperator(req.principal);
-      const q = req.query as SecretListQuery;
-      const limit = q.limit ?? 100;
-      const after = decodeCursor(q.cursor);
-      const p = req.principal;
-      if (q.domain_id !== undefined) await requireDomain(deps.store.db, p, q.domain_id);
-      if (p.domains !== null && p.domains.length === 0) return { items: [], next_cursor: null };
-      let query = db()
-        .selectFrom('secrets')
-        .selectAll()
-        .orderBy('id')
-        .limit(limit + 1);
-      if (after !== null) query = query.where('id', '>', after);
-      if (q.domain_id !== undefined) query = query.where('domain_id', '=', q.domain_id);
-      else if (p.domains !== null) query = query.where('domain_id', 'in', p.domains);
-      const rows = await query.execute();
-      const more = rows.length > limit;
-      const page = more ? rows.slice(0, limit) : rows;
-      return {
-        items: await describeSecrets(db(), page),
-        next_cursor: more && page.length > 0 ? encodeCursor(page[page.length - 1]!.id) : null,
-      };
-    },
-  );
+  app.get('/secrets', { config: { scope: 'admin' }, schema: secretSchemas.list }, async (req) => {
+    requireOperator(req.principal);
+    const q = req.query;
+    const limit = q.limit ?? 100;
+    const after = decodeCursor(q.cursor);
+    const p = req.principal;
+    if (q.domain_id !== undefined) await requireDomain(deps.store.db, p, q.domain_id);
+    if (p.domains !== null && p.domains.length === 0) return { items: [], next_cursor: null };
+    let query = db()
+      .selectFrom('secrets')
+      .selectAll()
+      .orderBy('id')
+      .limit(limit + 1);
+    if (after !== null) query = query.where('id', '>', after);
+    if (q.domain_id !== undefined) query = query.where('domain_id', '=', q.domain_id);
+    else if (p.domains !== null) query = query.where('domain_id', 'in', p.domains);
+    const rows = await query.execute();
+    const more = rows.length > limit;
+    const page = more ? rows.slice(0, limit) : rows;
+    return {
+      items: await describeSecrets(db(), page),
+      next_cursor: more && page.length > 0 ? encodeCursor(page[page.length - 1]!.id) : null,
+    };
+  });
 
-  app.get(
-    '/secrets/:name',
-    { config: { scope: 'admin' }, schema: { params: NameParam, querystring: SecretDomainQuery } },
-    async (req) => {
-      const domainId = await domainOf(req);
-      return describeSecret(db(), await requireSecret(db(), domainId, nameOf(req)));
-    },
-  );
+  app.get('/secrets/:name', { config: { scope: 'admin' }, schema: secretSchemas.get }, async (req) => {
+    const domainId = await domainOf(req, req.query);
+    return describeSecret(db(), await requireSecret(db(), domainId, req.params.name));
+  });
 
-  app.put(
-    '/secrets/:name',
-    {
-      config: { scope: 'admin' },
-      schema: { params: NameParam, querystring: SecretDomainQuery, body: SecretPut },
-    },
-    async (req, reply) => {
-      const domainId = await domainOf(req);
-      const body = req.body as SecretPut;
-      if (Buffer.byteLength(body.value, 'utf8') > MAX_SECRET_VALUE_BYTES) {
-        throw new SvcError(
-          'validation_failed',
-          `body/value: must be at most ${MAX_SECRET_VALUE_BYTES} bytes of UTF-8`,
-          {
-            errors: [{ field: 'body/value', message: `must be at most ${MAX_SECRET_VALUE_BYTES} bytes` }],
-          },
-        );
-      }
-      const { row, created } = await usableKeyring(mk).withCurrent((sealer) =>
-        deps.write(async (tx) => {
-          await claim(tx, sealer.keyId);
-          return putSecret(tx, sealer, {
-            domainId,
-            name: nameOf(req),
-            value: body.value,
-            ...(body.description !== undefined ? { description: body.description } : {}),
-            actor: actorOf(req.principal),
-          });
-        }),
+  app.put('/secrets/:name', { config: { scope: 'admin' }, schema: secretSchemas.put }, async (req, reply) => {
+    const domainId = await domainOf(req, req.query);
+    const body = req.body;
+    if (Buffer.byteLength(body.value, 'utf8') > MAX_SECRET_VALUE_BYTES) {
+      throw new SvcError(
+        'validation_failed',
+        `body/value: must be at most ${MAX_SECRET_VALUE_BYTES} bytes of UTF-8`,
+        {
+          errors: [{ field: 'body/value', message: `must be at most ${MAX_SECRET_VALUE_BYTES} bytes` }],
+        },
       );
-      return reply.code(created ? 201 : 200).send(await describeSecret(db(), row));
-    },
-  );
+    }
+    const { row, created } = await usableKeyring(mk).withCurrent((sealer) =>
+      deps.write(async (tx) => {
+        await claim(tx, sealer.keyId);
+        return putSecret(tx, sealer, {
+          domainId,
+          name: req.params.name,
+          value: body.value,
+          ...(body.description !== undefined ? { description: body.description } : {}),
+          actor: actorOf(req.principal),
+        });
+      }),
+    );
+    return reply.code(created ? 201 : 200).send(await describeSecret(db(), row));
+  });
 
   app.delete(
     '/secrets/:name',
-    { config: { scope: 'admin' }, schema: { params: NameParam, querystring: SecretDomainQuery } },
+    { config: { scope: 'admin' }, schema: secretSchemas.delete },
     async (req, reply) => {
-      const domainId = await domainOf(req);
-      await deps.write((tx) => deleteSecret(tx, domainId, nameOf(req)));
+      const domainId = await domainOf(req, req.query);
+      await deps.write((tx) => deleteSecret(tx, domainId, req.params.name));
       return reply.code(204).send();
     },
   );
 
   app.post(
     '/secrets/:name/rollback',
-    {
-      config: { scope: 'admin' },
-      schema: { params: NameParam, querystring: SecretDomainQuery, body: SecretRollback },
-    },
+    { config: { scope: 'admin' }, schema: secretSchemas.rollback },
     async (req) => {
-      const domainId = await domainOf(req);
+      const domainId = await domainOf(req, req.query);
       const keyring = usableKeyring(mk);
       const row = await keyring.withCurrent((sealer) =>
         deps.write(async (tx) => {
           await claim(tx, sealer.keyId);
           return rollbackSecret(tx, sealer, keyring, {
             domainId,
-            name: nameOf(req),
-            version: (req.body as SecretRollback).version,
+            name: req.params.name,
+            version: req.body.version,
             actor: actorOf(req.principal),
           });
         }),
@@ -235,13 +209,10 @@ function registerSecretRoutes(
 
   app.post(
     '/secrets/:name/grants',
-    {
-      config: { scope: 'admin' },
-      schema: { params: NameParam, querystring: SecretDomainQuery, body: SecretGrantCreate },
-    },
+    { config: { scope: 'admin' }, schema: secretSchemas.grant },
     async (req, reply) => {
-      const domainId = await domainOf(req);
-      const agentId = (req.body as SecretGrantCreate).agent_id;
+      const domainId = await domainOf(req, req.query);
+      const agentId = req.body.agent_id;
       // Granting ahead of enrolment is allowed; granting to an agent of another domain is a mistake.
       const agent = await agents(deps.store.db, agentId);
       if (agent && agent.domain_id !== domainId) {
@@ -251,7 +222,7 @@ function registerSecretRoutes(
         );
       }
       const { grant, created } = await deps.write((tx) =>
-        grantSecret(tx, { domainId, name: nameOf(req), agentId, actor: actorOf(req.principal) }),
+        grantSecret(tx, { domainId, name: req.params.name, agentId, actor: actorOf(req.principal) }),
       );
       return reply.code(created ? 201 : 200).send(grant);
     },
@@ -259,18 +230,18 @@ function registerSecretRoutes(
 
   app.delete(
     '/secrets/:name/grants/:agent_id',
-    { config: { scope: 'admin' }, schema: { params: GrantParams, querystring: SecretDomainQuery } },
+    { config: { scope: 'admin' }, schema: secretSchemas.revoke },
     async (req, reply) => {
-      const domainId = await domainOf(req);
-      const { agent_id: agentId } = req.params as { agent_id: string };
-      await deps.write((tx) => revokeSecret(tx, { domainId, name: nameOf(req), agentId }));
+      const domainId = await domainOf(req, req.query);
+      const { name, agent_id: agentId } = req.params;
+      await deps.write((tx) => revokeSecret(tx, { domainId, name, agentId }));
       return reply.code(204).send();
     },
   );
 
   app.post(
     '/secrets/:name/fetch',
-    { config: { scope: 'work:write' }, schema: { params: NameParam, body: SecretFetch } },
+    { config: { scope: 'work:write' }, schema: secretSchemas.fetch },
     async (req, reply) => {
       const p = req.principal;
       if (p.kind !== 'node' || !p.nodeId) {
@@ -280,8 +251,8 @@ function registerSecretRoutes(
         );
       }
       const nodeId = p.nodeId;
-      const name = nameOf(req);
-      const agentId = (req.body as SecretFetch).agent_id;
+      const name = req.params.name;
+      const agentId = req.body.agent_id;
       const agent = await agents(deps.store.db, agentId);
       const enrolledHere = agent !== null && agent.node_id === nodeId;
       const outcome = await deps.write(async (tx) => {

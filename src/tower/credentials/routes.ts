@@ -1,22 +1,18 @@
 // Administration of credentials: service tokens, the tower's signing keys, and node
 // registration (which mints node JWTs).
-import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { newId, randomToken } from '../../lib/ids.js';
-import { type TokenCreate, TokenCreate as TokenCreateSchema } from '../../protocol/auth.js';
 import { SvcError } from '../../protocol/errors.js';
-import { type Node, type NodeRegister, NodeRegister as NodeRegisterSchema } from '../../protocol/nodes.js';
+import type { Node } from '../../protocol/nodes.js';
+import type { Authenticator } from '../auth/authenticate.js';
+import { coversDomains, grantRefusal, type Principal } from '../auth/principal.js';
+import type { SigningKeys } from '../auth/signing-keys.js';
+import { insertToken, listTokens, revokeToken } from '../auth/tokens.js';
+import type { TowerApp } from '../http/app.js';
 import type { Store } from '../store/open.js';
 import type { Write } from '../store/tx.js';
 import type { NodeRow } from '../store/types.js';
-import type { Authenticator } from './authenticate.js';
-import { coversDomains, grantRefusal, type Principal } from './principal.js';
-import type { SigningKeys } from './signing-keys.js';
-import { insertToken, listTokens, revokeToken } from './tokens.js';
-
-const IdParam = (name: string) =>
-  Type.Object({ [name]: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
+import { credentialSchemas } from './schemas.js';
 
 /**
  * Which of these nodes are online, on any replica (nodes/presence.ts); default: none. Decided
@@ -41,7 +37,7 @@ function coversNode(p: Principal, nodeDomains: string[] | null): boolean {
 }
 
 /** What the credential routes use. */
-export interface AuthRoutesDeps {
+export interface CredentialRoutesDeps {
   store: Store;
   write: Write;
   auth: Authenticator;
@@ -49,14 +45,14 @@ export interface AuthRoutesDeps {
   presence?: NodePresence;
 }
 
-export const authRoutes = fp(
-  async (app: FastifyInstance, deps: AuthRoutesDeps) => {
+export const credentialRoutes = fp(
+  async (app: TowerApp, deps: CredentialRoutesDeps) => {
     const presence: NodePresence = deps.presence ?? (async () => new Set());
     app.post(
       '/tokens',
-      { config: { scope: 'admin' }, schema: { body: TokenCreateSchema } },
+      { config: { scope: 'admin' }, schema: credentialSchemas.createToken },
       async (req, reply) => {
-        const body = req.body as TokenCreate;
+        const body = req.body;
         // Grants never widen: scopes and domains within the creator's own.
         const refusal = grantRefusal(req.principal, body.scopes, body.domains ?? null);
         if (refusal) throw new SvcError('forbidden', refusal);
@@ -65,28 +61,32 @@ export const authRoutes = fp(
       },
     );
     // A credential limited to domains sees and revokes only tokens limited to those domains.
-    app.get('/tokens', { config: { scope: 'admin' } }, async (req) => ({
+    app.get('/tokens', { config: { scope: 'admin' }, schema: credentialSchemas.listTokens }, async (req) => ({
       items: (await listTokens(deps.store.db)).filter((t) => coversDomains(req.principal, t.domains)),
       next_cursor: null,
     }));
     app.delete(
       '/tokens/:token_id',
-      { config: { scope: 'admin' }, schema: { params: IdParam('token_id') } },
+      { config: { scope: 'admin' }, schema: credentialSchemas.revokeToken },
       async (req) => {
-        const id = (req.params as { token_id: string }).token_id;
+        const id = req.params.token_id;
         const token = await revokeToken(deps.write, id, (t) => coversDomains(req.principal, t.domains));
         deps.auth.invalidate();
         return token;
       },
     );
 
-    app.get('/admin/signing-keys', { config: { scope: 'admin', towerWide: true } }, async () => ({
-      items: await deps.keys.list(),
-      next_cursor: null,
-    }));
+    app.get(
+      '/admin/signing-keys',
+      { config: { scope: 'admin', towerWide: true }, schema: credentialSchemas.listSigningKeys },
+      async () => ({
+        items: await deps.keys.list(),
+        next_cursor: null,
+      }),
+    );
     app.post(
       '/admin/signing-keys/rotate',
-      { config: { scope: 'admin', towerWide: true } },
+      { config: { scope: 'admin', towerWide: true }, schema: credentialSchemas.rotateSigningKey },
       async (_req, reply) => {
         const kid = await deps.keys.rotate();
         return reply.code(201).send({ kid });
@@ -94,18 +94,18 @@ export const authRoutes = fp(
     );
     app.post(
       '/admin/signing-keys/:kid/retire',
-      { config: { scope: 'admin', towerWide: true }, schema: { params: IdParam('kid') } },
+      { config: { scope: 'admin', towerWide: true }, schema: credentialSchemas.retireSigningKey },
       async (req) => {
-        await deps.keys.retire((req.params as { kid: string }).kid);
-        return { kid: (req.params as { kid: string }).kid, retired: true };
+        await deps.keys.retire(req.params.kid);
+        return { kid: req.params.kid, retired: true as const };
       },
     );
 
     app.post(
       '/nodes',
-      { config: { scope: 'work:write' }, schema: { body: NodeRegisterSchema } },
+      { config: { scope: 'work:write' }, schema: credentialSchemas.registerNode },
       async (req, reply) => {
-        const body = req.body as NodeRegister;
+        const body = req.body;
         const p = req.principal;
         if (p.kind === 'node')
           throw new SvcError('forbidden', 'a node cannot register nodes: use an operator token');
@@ -158,22 +158,21 @@ export const authRoutes = fp(
       },
     );
 
-    app.get('/nodes', { config: { scope: 'feed:read' } }, async (req) => {
-      const rows = await deps.store.db.selectFrom('nodes').selectAll().orderBy('id').execute();
-      return {
-        items: await (async () => {
-          const visible = rows.filter((r) => visibleNode(req.principal, r));
-          const online = await presence(visible.map((r) => r.id));
-          return visible.map((r) => nodeFromRow(r, online.has(r.id)));
-        })(),
-        next_cursor: null,
-      };
-    });
+    app.get(
+      '/nodes',
+      { config: { scope: 'feed:read' }, schema: credentialSchemas.listNodes },
+      async (req) => {
+        const rows = await deps.store.db.selectFrom('nodes').selectAll().orderBy('id').execute();
+        const visible = rows.filter((r) => visibleNode(req.principal, r));
+        const online = await presence(visible.map((r) => r.id));
+        return { items: visible.map((r) => nodeFromRow(r, online.has(r.id))), next_cursor: null };
+      },
+    );
     app.get(
       '/nodes/:node_id',
-      { config: { scope: 'feed:read' }, schema: { params: IdParam('node_id') } },
+      { config: { scope: 'feed:read' }, schema: credentialSchemas.getNode },
       async (req) => {
-        const id = (req.params as { node_id: string }).node_id;
+        const id = req.params.node_id;
         const row = await deps.store.db
           .selectFrom('nodes')
           .selectAll()
@@ -184,7 +183,7 @@ export const authRoutes = fp(
       },
     );
   },
-  { name: 'svc-auth' },
+  { name: 'svc-credentials' },
 );
 
 /** A node is visible to principals that could see all of its domains, and to itself. */

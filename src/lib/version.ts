@@ -1,0 +1,16 @@
+// The package version, read once from package.json next to dist/ (the CLI prints it; the tower
+// names it in its OpenAPI document).
+import { readFileSync } from 'node:fs';
+
+function readVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version?: string;
+    };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+export const VERSION = readVersion();
