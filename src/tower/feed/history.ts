@@ -1,13 +1,14 @@
 // GET /events: the feed's recent history, newest first, paged backwards. A client shows it at
 // once and then follows the stream from `last_event_id` (the newest id readable when the page
 // was read), so nothing falls between the page and the live events (docs/feed.md).
-import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { sql } from 'kysely';
 import { ListQuery } from '../../protocol/common.js';
 import { type EventType, EventTypeSchema, type FeedEvent, HistoryPage } from '../../protocol/events.js';
 import { type Static, Type } from '../../protocol/type.js';
 import type { Principal } from '../auth/principal.js';
+import type { TowerApp } from '../http/app.js';
+import { route } from '../http/route-schema.js';
 import type { BlockCodec } from '../store/event-blocks.js';
 import type { Store } from '../store/open.js';
 import { eventsFromRow } from './event-log.js';
@@ -108,13 +109,23 @@ export interface HistoryRouteDeps {
   blocks: readonly BlockCodec[];
 }
 
+const historySchema = route({
+  summary: 'The feed history, newest first',
+  description:
+    'A page of the events the caller may see, newest first; pass `next_cursor` as `before` for older ' +
+    'ones, and follow the stream after `last_event_id` (docs/feed.md).',
+  tags: ['feed'],
+  querystring: HistoryQuery,
+  response: { 200: HistoryPage },
+});
+
 export const historyRoutes = fp(
-  async (app: FastifyInstance, deps: HistoryRouteDeps) => {
+  async (app: TowerApp, deps: HistoryRouteDeps) => {
     app.get('/events', {
       config: { scope: 'feed:read' },
-      schema: { querystring: HistoryQuery, response: { 200: HistoryPage } },
+      schema: historySchema,
       handler: async (req) => {
-        const q = req.query as HistoryQuery;
+        const q = req.query;
         const filter: FeedFilter = {};
         if (q.domain_id) filter.domainIds = q.domain_id;
         if (q.mission_id) filter.missionIds = q.mission_id;
