@@ -11,6 +11,7 @@ import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { WebSocket } from 'ws';
 import type { Logger } from '../../lib/log.js';
+import { pipeSockets } from '../../lib/ws-pipe.js';
 import {
   ATTACH_TICKETS_PATH,
   ATTACH_WS_PATH,
@@ -41,7 +42,6 @@ import { forwarded, forwardSocket, ownerOf } from '../nodes/forward.js';
 import type { Holder, Presence } from '../nodes/presence.js';
 import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
 import type { Store } from '../store/open.js';
-import { pipeSockets } from './pipe.js';
 import { attachSchemas } from './schemas.js';
 
 export interface AttachOptions {

@@ -10,9 +10,9 @@
 // moment when replicas disagree about a node cannot make a loop.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import WebSocket from 'ws';
+import { pipeSockets } from '../../lib/ws-pipe.js';
 import { type ErrorFrame, TOWER_MAX_FRAME_BYTES } from '../../protocol/attach.js';
 import { type ErrorCode, SvcError } from '../../protocol/errors.js';
-import { pipeSockets } from '../attach/pipe.js';
 import type { Holder } from './presence.js';
 
 export const HOP_HEADER = 'x-svc-hop';

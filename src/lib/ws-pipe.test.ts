@@ -5,8 +5,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
-import { waitFor } from '../../../test/support/poll.js';
-import { pipeSockets } from './pipe.js';
+import { waitFor } from '../../test/support/poll.js';
+import { pipeSockets } from './ws-pipe.js';
 
 const servers: Server[] = [];
 const sockets: WebSocket[] = [];

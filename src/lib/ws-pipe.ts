@@ -6,7 +6,7 @@
 // are control messages: each side's are decoded before they are forwarded, and one that does
 // not decode closes its sender with 1008 (and so the stream).
 import WebSocket from 'ws';
-import { FLOW_HIGH_BYTES, FLOW_LOW_BYTES } from '../../protocol/attach.js';
+import { FLOW_HIGH_BYTES, FLOW_LOW_BYTES } from '../protocol/attach.js';
 
 export function pipeSockets(
   a: WebSocket,
