@@ -1,7 +1,7 @@
 // The attach proxy (docs/attach.md): viewers open GET /api/attach-ws (Bearer, or a single-use
 // ticket from POST /api/attach-tickets for browsers, with Origin checked); the tower
 // authorizes, sends a signed attach.open on the node's control channel and waits for the node
-// to dial back GET /nodes/attach/{stream_id}; then it pipes the two sockets (pipe.ts). Every
+// to dial back GET /nodes/attach/{stream_id}; then it pipes the two sockets (src/lib/ws-pipe.ts). Every
 // refusal reaches the viewer as an error frame with a stable code. Behind a load balancer the
 // viewer, the ticket, the node's channel and its dial-back may each reach a different replica:
 // a viewer whose node another replica holds is handed to that replica, and a ticket or a

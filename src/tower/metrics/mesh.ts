@@ -1,11 +1,16 @@
 // The mesh's metrics as this replica performs its operations: claim latency, lease expiries,
 // reclaims and finished tasks. Counters sum across replicas (each counts what it did); the
-// mesh sees only its hooks (mesh-store.ts MeshHooks), never prom-client.
+// mesh sees only its hooks (mesh-store.ts MeshHooks, which these fit), never prom-client; and
+// these do not import the mesh, which sits above http and so above this folder.
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Claimed } from '../../protocol/mesh.js';
-import type { MeshHooks } from '../mesh/mesh-store.js';
 
-export type MeshMetricHooks = Required<Pick<MeshHooks, 'onClaimed' | 'onLeasesExpired' | 'onFinished'>>;
+/** The mesh operations these metrics count: the metric half of mesh-store.ts MeshHooks. */
+export interface MeshMetricHooks {
+  onClaimed(claims: Claimed[], seconds: number): void;
+  onLeasesExpired(counts: { requeued: number; failed: number }): void;
+  onFinished(state: 'completed' | 'failed' | 'cancelled', n?: number): void;
+}
 
 export function meshMetrics(registry: Registry): MeshMetricHooks {
   const claimDuration = new Histogram({
