@@ -28,14 +28,17 @@ describe('event watermark on postgres', () => {
     }
   }
 
-  /** An event inserted by hand in `c`'s transaction; its id. */
+  /**
+   * An event inserted by hand in `c`'s transaction; its id. Stamped now: an old stamp would be
+   * past the feed's retention, and the pruner's first pass (1 s after start) deletes it.
+   */
   const insertEvent = async (c: pg.Client, domainId: string) =>
     Number(
       (
         await c.query<{ id: string }>(
           `insert into events (ts, type, domain_id, payload)
-           values ('2026-01-01T00:00:00.000Z', 'matrix', $1, '{}') returning id`,
-          [domainId],
+           values ($2, 'matrix', $1, '{}') returning id`,
+          [domainId, new Date(t.tower.clock.now()).toISOString()],
         )
       ).rows[0]?.id,
     );
