@@ -15,7 +15,7 @@ import { createOidcVerifier, type OidcOptions } from './auth/oidc.js';
 import { SigningKeys } from './auth/signing-keys.js';
 import { bootstrapAdminToken } from './auth/tokens.js';
 import { consoleRoutes } from './console/plugin.js';
-import { credentialRoutes } from './credentials/routes.js';
+import { credentialRoutes } from './access/routes.js';
 import { approvalRoutes, approvalService } from './feed/approvals.js';
 import { appendEvents } from './feed/event-log.js';
 import { historyRoutes } from './feed/history.js';

@@ -11,7 +11,7 @@ import { NODE_REQUEST_TIMEOUT_MS } from '../../protocol/control.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { NodeStatus } from '../../protocol/nodes.js';
 import { canSeeDomain, type Principal } from '../auth/principal.js';
-import { visibleNode } from '../credentials/routes.js';
+import { visibleNode } from '../access/routes.js';
 import type { TowerApp } from '../http/app.js';
 import { type AgentLookup, agentsTableLookup } from '../secrets/agents.js';
 import type { Store } from '../store/open.js';
