@@ -5,7 +5,7 @@ import fp from 'fastify-plugin';
 import { sql } from 'kysely';
 import { ListQuery } from '../../protocol/common.js';
 import { type EventType, EventTypeSchema, type FeedEvent, HistoryPage } from '../../protocol/events.js';
-import { type Static, Type } from '../../protocol/type.js';
+import { Type } from '../../protocol/type.js';
 import type { Principal } from '../auth/principal.js';
 import type { TowerApp } from '../http/app.js';
 import { route } from '../http/route-schema.js';
@@ -31,7 +31,6 @@ export const HistoryQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-type HistoryQuery = Static<typeof HistoryQuery>;
 
 /** Whether `ev` is about mesh task `taskId` (docs/events.md). */
 function aboutTask(ev: FeedEvent, taskId: string): boolean {
