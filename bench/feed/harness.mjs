@@ -25,14 +25,17 @@ export function cpuMs(pid) {
 /**
  * Publishes on a tower: POST /nodes/events with a node's JWT, each event with a fresh key.
  * `publish(batch)` sends one request for a batch of payloads; `settle()` waits for every
- * answer and returns how many events were not accepted (202).
+ * answer and returns how many events were not accepted (202). `answeredMs` holds each
+ * request's time from send to answer (the commit), to tell publish from delivery in latency.
  */
-export function towerPublisher({ url, jwt }) {
+export function towerPublisher({ url, jwt, sockets = 8 }) {
   let key = 0;
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
   const pending = new Set();
+  const answeredMs = [];
   let failed = 0;
   return {
+    answeredMs,
     publish(batch) {
       const events = batch.map((payload) => ({
         key: `k${key++}`,
@@ -43,6 +46,7 @@ export function towerPublisher({ url, jwt }) {
       // node:http on a keep-alive agent: fetch costs the publishing process several times
       // the CPU per request, and its event loop is where each event's clock starts.
       const body = JSON.stringify({ events });
+      const t0 = now();
       const p = new Promise((resolve) => {
         const req = http.request(
           `${url}/nodes/events`,
@@ -59,6 +63,7 @@ export function towerPublisher({ url, jwt }) {
             res.resume();
             res.once('end', () => {
               if (res.statusCode !== 202) failed += batch.length;
+              answeredMs.push(now() - t0);
               resolve();
             });
           },
