@@ -6,14 +6,30 @@
 // BENCH_FEED_PEERS=svc,svc-ws,socket.io adds the tower read over /events/ws.
 // BENCH_FEED_BASE=DIR (a checkout of another commit, built) adds peer svc-base: that tower, so
 // a change is compared with its base in the same run (BENCH_FEED_PEERS=svc,svc-base,socket.io).
-import { fork, spawn } from 'node:child_process';
+// While each step's events are delivered, POST /approvals goes to the tower at
+// BENCH_FEED_PROBE_RATE requests/s (20; 0: off) and its p50/p99 are reported beside the
+// delivery figures (probe.mjs): what fan-out leaves of the tower for requests.
+// The same feed on two replicas behind HAProxy, at 10 000 subscribers: bench/feed-fleet.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { io } from 'socket.io-client';
 import { countChecks } from '../lib/counts.mjs';
 import { machine, median, met, ROOT, today, writeSection } from '../lib/report.mjs';
+import {
+  checkStep as checkCounts,
+  clientsFor,
+  cpuMs,
+  delivered,
+  now,
+  PAD,
+  publishAt as publishFor,
+  rssKiB,
+  sleep,
+  towerPublisher,
+} from './harness.mjs';
+import { probeDomain, probeFigures, startPostProbe } from './probe.mjs';
 
 const SIZES = (process.env.BENCH_FEED_SUBS ?? '1000,5000').split(',').map(Number);
 /**
@@ -32,12 +48,11 @@ const SECONDS = Number(process.env.BENCH_DURATION ?? 5);
 /** Seconds of publishing at the first rate after connecting, before the measured steps. */
 const WARMUP = Number(process.env.BENCH_FEED_WARMUP ?? 2);
 const PEERS = (process.env.BENCH_FEED_PEERS ?? 'svc,socket.io').split(',');
+/** POST /approvals per second while a step's events are delivered (svc peers; 0: none). */
+const PROBE_RATE = Number(process.env.BENCH_FEED_PROBE_RATE ?? 20);
 const HERE = join(ROOT, 'bench/feed');
-const PAD = 'p'.repeat(48);
 /** Seconds after the last publish that delivery may take and still count as keeping up. */
 const TAIL_S = 1;
-const now = () => performance.timeOrigin + performance.now();
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** Every event published reached every subscriber exactly once, or no figures are written. */
 const checks = countChecks('feed');
 
@@ -56,17 +71,6 @@ function envelope(payload, id) {
   };
 }
 const MESSAGE_BYTES = JSON.stringify(envelope({ seq: 1234, t: now(), pad: PAD }, 123456)).length;
-
-function rssKiB(pid) {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(m?.[1] ?? Number.NaN);
-}
-
-/** CPU time (user + system) a process has used, in ms. */
-function cpuMs(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // clock ticks of 10 ms
-}
 
 function startServer(args, env = {}) {
   const child = spawn(process.execPath, args, {
@@ -123,58 +127,20 @@ async function peer(name) {
       body: JSON.stringify({ hostname: 'bench-publisher' }),
     });
     const { jwt } = await reg.json();
-    let key = 0;
-    const publishAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
-    const pending = new Set();
-    let failed = 0;
+    const probeDomainId = PROBE_RATE > 0 ? await probeDomain(srv.url, admin) : null;
+    const publisher = towerPublisher({ url: srv.url, jwt });
     return {
       url: srv.url,
       token: admin,
       pid: srv.child.pid,
-      publish(batch) {
-        const events = batch.map((payload) => ({
-          key: `k${key++}`,
-          type: 'progress',
-          agent_id: 'bench',
-          payload,
-        }));
-        // node:http on a keep-alive agent: fetch costs the publishing process several times
-        // the CPU per request, and its event loop is where each event's clock starts.
-        const body = JSON.stringify({ events });
-        const p = new Promise((resolve) => {
-          const req = http.request(
-            `${srv.url}/nodes/events`,
-            {
-              method: 'POST',
-              agent: publishAgent,
-              headers: {
-                authorization: `Bearer ${jwt}`,
-                'content-type': 'application/json',
-                'content-length': Buffer.byteLength(body),
-              },
-            },
-            (res) => {
-              res.resume();
-              res.once('end', () => {
-                if (res.statusCode !== 202) failed += batch.length;
-                resolve();
-              });
-            },
-          );
-          req.once('error', () => {
-            failed += batch.length;
-            resolve();
-          });
-          req.end(body);
-        }).finally(() => pending.delete(p));
-        pending.add(p);
-      },
-      async settle() {
-        await Promise.all([...pending]);
-        return failed;
-      },
+      probe: () =>
+        probeDomainId === null
+          ? null
+          : startPostProbe({ url: srv.url, token: admin, domainId: probeDomainId, rate: PROBE_RATE }),
+      publish: (batch) => publisher.publish(batch),
+      settle: () => publisher.settle(),
       async stop() {
-        publishAgent.destroy();
+        publisher.close();
         await stopServer(srv.child);
         rmSync(home, { recursive: true, force: true });
       },
@@ -188,6 +154,7 @@ async function peer(name) {
     url: srv.url,
     token: '',
     pid: srv.child.pid,
+    probe: () => null,
     publish(batch) {
       pub.emit(
         'publish',
@@ -204,64 +171,9 @@ async function peer(name) {
   };
 }
 
-function clientsFor(kind, url, token, n) {
-  const child = fork(join(HERE, 'clients.mjs'), [kind, url, token, String(n)], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const ask = (cmd) =>
-    new Promise((resolve, reject) => {
-      child.once('message', (m) => (m.error ? reject(new Error(m.error)) : resolve(m)));
-      child.send({ cmd });
-    });
-  return { child, ask };
-}
-
-/** Publishes at `rate` events/s for `seconds`; returns how many were sent and when it began. */
-async function publishAt(p, rate, seconds = SECONDS) {
-  const start = now();
-  let sent = 0;
-  let seq = 0;
-  for (;;) {
-    const elapsed = now() - start;
-    if (elapsed >= seconds * 1000) break;
-    const due = Math.floor((rate * elapsed) / 1000) - sent;
-    if (due > 0) {
-      const t = now();
-      p.publish(Array.from({ length: due }, () => ({ seq: seq++, t, pad: PAD })));
-      sent += due;
-    }
-    await sleep(5);
-  }
-  return { sent, start, end: now() };
-}
-
-/**
- * Checks the counts of one step as the subscribers' process reported them when it ended:
- * each of the n subscribers got each of the `each` events published exactly once.
- */
-function checkStep(what, counts, each, n) {
-  checks.exact(`${what}: deliveries`, counts.delivered, each * n);
-  checks.that(
-    counts.min === each && counts.max === each,
-    `${what}: each subscriber should have got ${each} events, got between ${counts.min} and ${counts.max}`,
-  );
-  checks.exact(`${what}: events a sampled subscriber got twice`, counts.repeats, 0);
-}
-
-/** Waits until the subscribers got `expected` events, or made no progress for 3 s. */
-async function delivered(c, expected) {
-  let last = -1;
-  let stalledSince = now();
-  for (;;) {
-    const s = await c.ask('stats');
-    if (s.delivered >= expected) return s;
-    if (s.delivered !== last) {
-      last = s.delivered;
-      stalledSince = now();
-    } else if (now() - stalledSince > 3000) return s;
-    await sleep(200);
-  }
-}
+/** Publishes at `rate` events/s for `seconds` (a step: SECONDS). */
+const publishAt = (p, rate, seconds = SECONDS) => publishFor(p, rate, seconds);
+const checkStep = (what, counts, each, n) => checkCounts(checks, what, counts, each, n);
 
 async function measure(name, n) {
   const p = await peer(name);
@@ -291,10 +203,26 @@ async function measure(name, n) {
     const before = await c.ask('reset');
     if (step) checkStep(step.what, before, step.each, n);
     const cpu0 = [cpuMs(p.pid), cpuMs(c.child.pid)];
+    const probe = p.probe();
     const { sent, start, end } = await publishAt(p, rate);
     const failed = await p.settle();
     checks.exact(`${name} ${n} subscribers x ${rate} events/s: publish failures`, failed, 0);
     const s = await delivered(c, (sent - failed) * n);
+    const post = probe ? await probe.stop() : null;
+    if (post) {
+      checks.exact(
+        `${name} ${n} subscribers x ${rate} events/s: POST /approvals answered 201`,
+        post.created,
+        post.sent,
+      );
+      checks.that(
+        Object.keys(post.failures).length === 0,
+        `${name} ${n} subscribers x ${rate} events/s: POST /approvals failed: ${JSON.stringify(post.failures)}`,
+      );
+    }
+    const postFig = post
+      ? probeFigures(post.ms)
+      : { n: 0, p50: Number.NaN, p99: Number.NaN, max: Number.NaN };
     step = { what: `${name} ${n} subscribers x ${rate} events/s`, each: sent - failed };
     // The offered rate (rate x n) times the share of the offered events delivered, so peers
     // that both deliver everything tie whatever their last event's latency or the publisher's
@@ -322,6 +250,9 @@ async function measure(name, n) {
       serverCpu: (100 * cpu[0]) / 1000 / wall,
       clientCpu: (100 * cpu[1]) / 1000 / wall,
       serverUsPerDelivery: s.delivered ? (cpu[0] * 1000) / s.delivered : Number.NaN,
+      posts: postFig.n,
+      postP50: postFig.p50,
+      postP99: postFig.p99,
     });
     console.log(JSON.stringify(rows.at(-1)));
   }
@@ -403,6 +334,8 @@ for (const n of SIZES) {
         serverCpu: med(at.map((x) => x.serverCpu ?? Number.NaN)),
         clientCpu: med(at.map((x) => x.clientCpu ?? Number.NaN)),
         serverUsPerDelivery: med(at.map((x) => x.serverUsPerDelivery ?? Number.NaN)),
+        postP50: med(at.map((x) => x.postP50 ?? Number.NaN)),
+        postP99: med(at.map((x) => x.postP99 ?? Number.NaN)),
       };
     });
     const mem = {
@@ -422,13 +355,14 @@ const roundsText = SIZES.map((n) => {
   return `${k} round${k === 1 ? '' : 's'} at ${n} subscribers`;
 }).join(' and ');
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
+const probed = PROBE_RATE > 0;
 const table = [
-  '| peer | subscribers | publish rate (events/s) | delivered / expected | delivered events/s | p50 ms | p99 ms | subscribers’ loop lag p99 ms | server CPU % | subscribers CPU % | server CPU µs per delivery |',
-  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  `| peer | subscribers | publish rate (events/s) | delivered / expected | delivered events/s | p50 ms | p99 ms |${probed ? ' POST /approvals p50 / p99 ms |' : ''} subscribers’ loop lag p99 ms | server CPU % | subscribers CPU % | server CPU µs per delivery |`,
+  `|---|---:|---:|---:|---:|---:|---:|${probed ? '---:|' : ''}---:|---:|---:|---:|`,
   ...results.flatMap((r) =>
     r.rows.map(
       (x) =>
-        `| ${x.peer} | ${x.n} | ${x.rate} | ${x.delivered} / ${x.expected}${x.failed ? ` (${x.failed} publish failures)` : ''} | ${x.perSec} | ${fmt(x.p50)} | ${fmt(x.p99)} | ${fmt(x.lagP99)} | ${fmt(x.serverCpu)} | ${fmt(x.clientCpu)} | ${fmt(x.serverUsPerDelivery)} |`,
+        `| ${x.peer} | ${x.n} | ${x.rate} | ${x.delivered} / ${x.expected}${x.failed ? ` (${x.failed} publish failures)` : ''} | ${x.perSec} | ${fmt(x.p50)} | ${fmt(x.p99)} |${probed ? ` ${Number.isFinite(x.postP50) ? `${fmt(x.postP50)} / ${fmt(x.postP99)}` : 'n/a'} |` : ''} ${fmt(x.lagP99)} | ${fmt(x.serverCpu)} | ${fmt(x.clientCpu)} | ${fmt(x.serverUsPerDelivery)} |`,
     ),
   ),
 ];
@@ -540,7 +474,15 @@ process used over the step (user + system time from /proc), and server CPU µs p
 is the server's CPU time over the events it delivered: unlike latency, load from other
 processes does not inflate it much, so it is the figure to compare when the machine is busy.
 Server RSS per idle subscriber is (RSS with all connected and idle − RSS before) /
-subscribers, fresh server per size.
+subscribers, fresh server per size.${
+    probed
+      ? ` While each step's events are delivered, the bench also posts \`POST /approvals\` (a
+pending approval: one row and its feed event, which the subscribers' filter leaves out) to the
+tower at ${PROBE_RATE} requests/s on a keep-alive agent, each timed from just before it is sent to the
+end of its answer, every one answered 201 (checked): what fan-out leaves of the tower for
+requests (socket.io has no such route: n/a).`
+      : ''
+  }
 
 ${table.join('\n')}
 

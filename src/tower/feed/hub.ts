@@ -29,14 +29,24 @@ const MAX_QUEUED = 10_000;
  * events and every stream gets one write per page instead of one per commit: with thousands
  * of streams the per-write cost, not the bytes, is what limits fan-out. The gap is at least
  * MIN and 1.5 times the CPU time the last pass cost (read, fan-out and the streams' writes),
- * counted from the start of that pass, so fan-out takes at most two thirds of a core however
- * many streams there are (twice the pass cost, half a core, made p99 at 1 000 streams x 200
- * events/s worse: 77 against 43 ms, docs/perf-notes.md "feed"). CPU time,
+ * counted from the start of that pass, so fan-out takes at most two thirds of a core (twice
+ * the pass cost, half a core, made p99 at 1 000 streams x 200 events/s worse: 77 against
+ * 43 ms, docs/perf-notes.md "feed") until a pass costs more than MAX: past some thousands of
+ * streams, passes follow each other, written in slices (FANOUT_SLICE). CPU time,
  * not wall time: a pass that waited for the CPU (other processes, a busy machine) cost no
  * more, and spacing reads further would only add that wait to every event's latency again.
  * MAX bounds the latency this adds when fan-out alone is that expensive.
  */
 export const READ_GAP = { MIN_MS: 10, MAX_MS: 100, PASS_FACTOR: 1.5 };
+
+/**
+ * Streams handed a pass's events in one turn of the event loop; the hub yields
+ * (setImmediate) between slices, so requests and timers run while a pass to thousands of
+ * streams is written (at 10 000 streams one unsliced pass held the loop for hundreds of ms,
+ * and a request that needs several turns waited that long for each: POST /approvals took
+ * 0.6–21 s). A slice costs about 15 µs per stream (mostly the socket write), so a few ms.
+ */
+export const FANOUT_SLICE = 256;
 
 export function readGapMs(lastPassCpuMs: number): number {
   return Math.min(READ_GAP.MAX_MS, Math.max(READ_GAP.MIN_MS, lastPassCpuMs * READ_GAP.PASS_FACTOR));
@@ -117,6 +127,8 @@ export interface FeedHubDeps {
   listener?: PgListener | null;
   /** The areas' compact block forms (store/event-blocks.ts), to read blocks with. */
   blocks: readonly BlockCodec[];
+  /** Streams per turn of the event loop in a fan-out pass (FANOUT_SLICE; tests set less). */
+  slice?: number;
 }
 
 export class FeedHub {
@@ -187,7 +199,8 @@ export class FeedHub {
           const cpu = process.cpuUsage();
           const delivered = await this.readNew();
           if (delivered > 0) {
-            // Streams write what a pass gave them on the next tick: count that in.
+            // Streams write what the last slice gave them on the next tick: count that in
+            // (and whatever ran between slices: a busier replica reads a little less often).
             await new Promise((r) => setImmediate(r));
             const used = process.cpuUsage(cpu);
             // The process's CPU time (other threads too, and whatever ran in between), never
@@ -355,7 +368,15 @@ export class FeedHub {
       // What each view sees of this page, worked out once per view: every subscriber of a
       // view gets the same array, so its frames are made once (feed/frames.ts).
       const views = new Map<string, FeedEvent[]>();
-      for (const sub of this.subs) {
+      // The streams open now, in slices with a turn of the event loop between them. The next
+      // page is read only once every one of them has this one, so each gets pages in order;
+      // one that closes meanwhile is skipped, one that opens meanwhile starts after `last`
+      // (live) or reads this page from the table (resume).
+      const subs = [...this.subs];
+      const slice = Math.max(1, this.deps.slice ?? FANOUT_SLICE);
+      for (let i = 0; i < subs.length; i++) {
+        if (i > 0 && i % slice === 0) await new Promise((r) => setImmediate(r));
+        const sub = subs[i] as Sub;
         if (!sub.open) continue;
         if (sub.replaying) {
           if (sub.queued.length + page.length > MAX_QUEUED) this.end(sub, 'overflow');

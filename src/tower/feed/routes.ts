@@ -128,11 +128,14 @@ export const feedRoutes = fp(
         let pending: (readonly FeedEvent[])[] = [];
         let pendingBytes = 0;
         let block: string | null = null;
+        // Whether events were written since the last keep-alive (which is then not needed).
+        let active = false;
         const flush = () => {
           const batches = pending;
           pending = [];
           pendingBytes = 0;
           if (closed || batches.length === 0 || res.destroyed) return;
+          active = true;
           const socket = res.socket;
           const direct =
             socket !== null &&
@@ -165,7 +168,11 @@ export const feedRoutes = fp(
           else if (!res.writableEnded) res.end();
         };
         const unwatch = watch.add(headerOf(req, q), {
-          keepalive: () => res.write(': keep-alive\n\n'),
+          // Every stream's keep-alive comes in one turn of the loop: only idle ones write it.
+          keepalive: () => {
+            if (!active) res.write(': keep-alive\n\n');
+            active = false;
+          },
           end: (why) => finish(why),
         });
         res.on('close', () => finish(null));
@@ -249,6 +256,8 @@ export const feedRoutes = fp(
         // public cork; `_socket` is its net.Socket, and ws's own cork/uncork pairs nest.)
         const raw = (socket as unknown as { _socket?: Socket })._socket;
         let corked = false;
+        // Whether events were sent since the last keep-alive ping (which is then not needed).
+        let active = false;
         let unsentBefore = 0;
         const uncork = () => {
           corked = false;
@@ -278,7 +287,10 @@ export const feedRoutes = fp(
           socket.close(code, why);
         };
         const unwatch = watch.add(headerOf(req, q), {
-          keepalive: () => socket.ping(),
+          keepalive: () => {
+            if (!active) socket.ping();
+            active = false;
+          },
           // A close reason is at most 123 bytes.
           end: (why) => finish(1008, why.slice(0, 120)),
         });
@@ -304,6 +316,7 @@ export const feedRoutes = fp(
         sub = await hub.subscribe(principal, filterOf(q), after, {
           deliver(events) {
             if (closed) return true;
+            active = true;
             if (!corked) {
               corked = true;
               unsentBefore = socket.bufferedAmount;

@@ -1,0 +1,302 @@
+// bench/feed-fleet: the feed at fleet scale (issue 33). Two tower replicas (real
+// `svc tower serve` processes from dist/, one PostgreSQL schema) behind a real HAProxy
+// (test/support/haproxy.ts, round-robin), 10 000 SSE subscribers connected through HAProxy (so
+// spread over both replicas), events published through HAProxy at 100 events/s (so each
+// replica commits about half and hears of the other half by NOTIFY). Figures: every event
+// delivered once to every subscriber (counted exactly by bench/feed's counting readers),
+// publish→receive p50/p99, and POST /approvals p50/p99 through HAProxy while the events are
+// delivered (bench/feed/probe.mjs). Target: p99 < 250 ms.
+//
+// The full-size run, one command (needs a quiet machine: 10 000 streams, 1 000 000 deliveries
+// a second on 2 cores):
+//   npm run build && npm run bench -- feed-fleet
+// A trial that checks it works and its counts hold, without touching BENCHMARKS.md:
+//   BENCH_REPORT=/tmp/b.md BENCH_FEED_FLEET_SUBS=1000 BENCH_DURATION=5 node bench/feed-fleet/index.mjs
+//
+// Options (environment): BENCH_FEED_FLEET_SUBS (10000), BENCH_FEED_FLEET_RATE (events/s, 100),
+// BENCH_DURATION (seconds of the measured step, 10), BENCH_FEED_WARMUP (seconds, 2),
+// BENCH_FEED_PROBE_RATE (POST /approvals per second, 20), BENCH_ROUNDS (1),
+// BENCH_FEED_PROF=DIR (CPU profiles of the replicas there), SVC_TEST_PG_URL.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os, { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { startHaproxy } from '../../test/support/haproxy.ts';
+import {
+  checkStep,
+  clientsFor,
+  cpuMs,
+  delivered,
+  now,
+  publishAt,
+  rssKiB,
+  sleep,
+  towerPublisher,
+} from '../feed/harness.mjs';
+import { probeDomain, probeFigures, startPostProbe } from '../feed/probe.mjs';
+import { countChecks } from '../lib/counts.mjs';
+import { machine, median, met, ROOT, today, writeSection } from '../lib/report.mjs';
+
+const N = Number(process.env.BENCH_FEED_FLEET_SUBS ?? 10_000);
+const RATE = Number(process.env.BENCH_FEED_FLEET_RATE ?? 100);
+const SECONDS = Number(process.env.BENCH_DURATION ?? 10);
+const WARMUP = Number(process.env.BENCH_FEED_WARMUP ?? 2);
+const PROBE_RATE = Number(process.env.BENCH_FEED_PROBE_RATE ?? 20);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+const TARGET_P99_MS = 250;
+const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const SVC = join(ROOT, 'dist/cli/svc.js');
+const checks = countChecks('feed-fleet');
+const loadNow = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' / ');
+
+async function sql(text) {
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  try {
+    await c.query(text);
+  } finally {
+    await c.end();
+  }
+}
+
+/** One replica on `schema`: resolves once it listens. */
+function startReplica({ dir, i, schema, masterKey, procs }) {
+  const home = join(dir, `r${i}`);
+  const env = { ...process.env, SVC_HOME: home, SVC_MASTER_KEY: masterKey };
+  for (const k of Object.keys(env)) if (k.startsWith('SVC_TOWER_')) delete env[k];
+  const prof = process.env.BENCH_FEED_PROF
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_FEED_PROF}`, `--cpu-prof-name=r${i}.cpuprofile`]
+    : [];
+  // Rate limits off, as bench/fleet runs its replicas.
+  const args = [
+    ...prof,
+    SVC,
+    'tower',
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--database',
+    `${PG_URL}?schema=${schema}`,
+    '--rate-limit',
+    '0',
+    '--log-level',
+    'warn',
+  ];
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => {
+    out += d;
+  });
+  child.stderr.on('data', (d) => {
+    out += d;
+  });
+  const p = { child, home, url: null, output: () => out };
+  procs.push(p);
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const m = /listening on (\S+)/.exec(out);
+      if (m) {
+        p.url = m[1];
+        resolve(p);
+      }
+    };
+    child.stdout.on('data', check);
+    child.once('exit', (code) => reject(new Error(`replica r${i} exited ${code}: ${out.slice(-2000)}`)));
+  });
+}
+
+async function post(url, token, path, body) {
+  const res = await fetch(url + path, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** One round: fresh replicas, schema and HAProxy; the subscribers connect, then one step. */
+async function round(k) {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-feed-fleet-'));
+  const schema = `bench_feed_fleet_${process.pid}_${randomBytes(3).toString('hex')}`;
+  const masterKey = randomBytes(32).toString('hex');
+  const procs = [];
+  let lb = null;
+  let clients = null;
+  let publisher = null;
+  await sql(`create schema "${schema}"`);
+  try {
+    // One after the other: the first migrates the schema and writes the admin token.
+    const towers = [await startReplica({ dir, i: 0, schema, masterKey, procs })];
+    towers.push(await startReplica({ dir, i: 1, schema, masterKey, procs }));
+    const admin = readFileSync(join(towers[0].home, 'tower', 'admin.token'), 'utf8').trim();
+    // HAProxy holds two descriptors per stream: room for every subscriber and then some.
+    lb = await startHaproxy({ dir, backends: towers.map((t) => t.url), maxConn: N + 2000 });
+    console.log(`feed-fleet round ${k}: replicas ${towers.map((t) => t.url).join(', ')} behind ${lb.url}`);
+    const { jwt } = await post(lb.url, admin, '/nodes', { hostname: 'bench-publisher' });
+    const probeDomainId = PROBE_RATE > 0 ? await probeDomain(lb.url, admin) : null;
+    // Up to 32 requests at once: each is a PostgreSQL transaction of a few round trips, and a
+    // request waiting for a socket in this process would count as feed latency.
+    publisher = towerPublisher({ url: lb.url, jwt, sockets: 32 });
+
+    const rssBefore = towers.map((t) => rssKiB(t.child.pid));
+    clients = clientsFor('svc', lb.url, admin, N);
+    const t0 = now();
+    await clients.ask('connect');
+    const connectS = (now() - t0) / 1000;
+    // Where HAProxy put the streams (its health checks are not sessions).
+    const spread = (await lb.servers()).map((s) => `${s.name} ${s.current}`);
+    await sleep(2000);
+    const rssIdle = towers.map((t) => rssKiB(t.child.pid));
+    console.log(`feed-fleet round ${k}: ${N} subscribers in ${connectS.toFixed(1)} s (${spread.join(', ')})`);
+
+    let step = null;
+    if (WARMUP > 0) {
+      const { sent } = await publishAt(publisher, RATE, WARMUP);
+      const failed = await publisher.settle();
+      checks.exact(`round ${k} warm-up: publish failures`, failed, 0);
+      await delivered(clients, (sent - failed) * N);
+      step = { what: `round ${k} warm-up`, each: sent - failed };
+    }
+    const before = await clients.ask('reset');
+    if (step) checkStep(checks, step.what, before, step.each, N);
+    const pids = [...towers.map((t) => t.child.pid), lb.child.pid, clients.child.pid];
+    const cpu0 = pids.map(cpuMs);
+    const probe =
+      probeDomainId === null
+        ? null
+        : startPostProbe({ url: lb.url, token: admin, domainId: probeDomainId, rate: PROBE_RATE });
+    publisher.answeredMs.length = 0;
+    const { sent, start } = await publishAt(publisher, RATE, SECONDS);
+    const failed = await publisher.settle();
+    const publishFig = probeFigures(publisher.answeredMs);
+    checks.exact(`round ${k}: publish failures`, failed, 0);
+    const s = await delivered(clients, (sent - failed) * N);
+    const posted = probe ? await probe.stop() : null;
+    const wall = (now() - start) / 1000;
+    const cpu = pids.map((pid, i) => (100 * (cpuMs(pid) - (cpu0[i] ?? 0))) / 1000 / wall);
+    checkStep(checks, `round ${k}`, await clients.ask('stats'), sent - failed, N);
+    if (posted) {
+      checks.exact(`round ${k}: POST /approvals answered 201`, posted.created, posted.sent);
+      checks.that(
+        Object.keys(posted.failures).length === 0,
+        `round ${k}: POST /approvals failed: ${JSON.stringify(posted.failures)}`,
+      );
+    }
+    const postFig = posted ? probeFigures(posted.ms) : { n: 0, p50: Number.NaN, p99: Number.NaN };
+    const r = {
+      round: k,
+      n: N,
+      rate: RATE,
+      sent,
+      delivered: s.delivered,
+      expected: sent * N,
+      min: s.min,
+      max: s.max,
+      p50: s.p50,
+      p99: s.p99,
+      sampled: s.sampled,
+      lagP99: s.lagP99,
+      publishP50: publishFig.p50,
+      publishP99: publishFig.p99,
+      posts: postFig.n,
+      postP50: postFig.p50,
+      postP99: postFig.p99,
+      connectS,
+      spread,
+      rssPerSubKiB: (rssIdle.reduce((a, b) => a + b, 0) - rssBefore.reduce((a, b) => a + b, 0)) / N,
+      cpu: { r0: cpu[0], r1: cpu[1], haproxy: cpu[2], subscribers: cpu[3] },
+    };
+    console.log(JSON.stringify(r));
+    return r;
+  } finally {
+    if (clients) {
+      const exited = new Promise((r) => clients.child.once('exit', r));
+      clients.child.send({ cmd: 'close' });
+      await exited;
+    }
+    publisher?.close();
+    await lb?.stop();
+    for (const p of procs) {
+      if (p.child.exitCode !== null || p.child.signalCode !== null) continue;
+      const exited = new Promise((r) => p.child.once('exit', r));
+      // SIGTERM: a replica writing a CPU profile writes it on a clean exit only.
+      p.child.kill('SIGTERM');
+      await Promise.race([exited, sleep(10_000)]);
+      p.child.kill('SIGKILL');
+    }
+    await sql(`drop schema if exists "${schema}" cascade`).catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const loadAtStart = loadNow();
+const runs = [];
+for (let k = 0; k < ROUNDS; k++) runs.push(await round(k));
+checks.orExit();
+
+const med = (f) => median(runs.map(f).filter(Number.isFinite));
+const fmt = (x) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
+const p99 = med((r) => r.p99);
+const postP99 = med((r) => r.postP99);
+const table = [
+  '| round | subscribers (per replica) | events/s | delivered / expected | p50 ms | p99 ms | publish answered p50 / p99 ms | POST /approvals p50 / p99 ms | subscribers’ loop lag p99 ms | CPU % r0 / r1 / HAProxy / subscribers |',
+  '|---:|---|---:|---:|---:|---:|---:|---:|---:|---|',
+  ...runs.map(
+    (r) =>
+      `| ${r.round + 1} | ${r.n} (${r.spread.join(', ')}) | ${r.rate} | ${r.delivered} / ${r.expected} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.publishP50)} / ${fmt(r.publishP99)} | ${fmt(r.postP50)} / ${fmt(r.postP99)} (${r.posts}) | ${fmt(r.lagP99)} | ${[r.cpu.r0, r.cpu.r1, r.cpu.haproxy, r.cpu.subscribers].map((x) => x.toFixed(0)).join(' / ')} |`,
+  ),
+];
+const scaled = N !== 10_000 || RATE !== 100;
+writeSection(
+  'feed-fleet',
+  `## feed at fleet scale: SSE subscribers on two replicas behind HAProxy (${today()})
+
+\`npm run bench -- feed-fleet\` (bench/feed-fleet) on ${machine()}; load average ${loadAtStart} at
+the start, ${loadNow()} at the end${scaled ? ` (**scaled down**: ${N} subscribers x ${RATE} events/s; the target is for 10 000 x 100)` : ''}.
+Two tower replicas (\`svc tower serve\` from dist/, one PostgreSQL schema, rate limits off)
+behind HAProxy (round-robin, \`test/support/haproxy.ts\`), all on this machine with the
+subscribers' process. ${N} SSE subscribers (\`/events/stream?type=progress\`) connect through
+HAProxy, which spreads them over the replicas (the column says how). Events are published
+through HAProxy too (\`POST /nodes/events\`, node:http keep-alive), so each replica commits
+about half of them and hears of the rest from the other replica's sequencer (NOTIFY); ${RATE}
+events/s for ${SECONDS} s after a ${WARMUP} s warm-up that is not counted. The subscribers are
+bench/feed's: 100 sampled ones, spread over the connection order, parse every event and give
+the publish→receive latency (from the publisher's clock before the POST: publish answered is
+the POST's own time, to the commit); the others count events in the raw bytes of their socket. Counts
+are checked, or nothing is written: each subscriber got each event exactly once (its count
+equals the events published, and no sampled one saw an event twice). While the events are
+delivered, \`POST /approvals\` goes through HAProxy at ${PROBE_RATE} requests/s, timed from just
+before it is sent to the end of its answer, each answered 201 (checked): the replicas'
+latency for requests while their streams are written. CPU % is the share of one core each
+process used over the step: on a loaded machine the replicas get less than they ask for and
+latency measures that wait (compare the CPU % with the load average). ${ROUNDS} round${ROUNDS === 1 ? '' : 's'}, each with fresh replicas.
+
+${table.join('\n')}
+
+Target (issue 33): p99 publish→receive under ${TARGET_P99_MS} ms at 10 000 subscribers x 100
+events/s: ${scaled ? 'not judged (scaled-down run)' : p99 < TARGET_P99_MS ? 'met' : 'not met'} (${fmt(p99)} ms${ROUNDS > 1 ? ', median of the rounds' : ''});
+POST /approvals p99 during the run ${fmt(postP99)} ms.
+`,
+  [
+    {
+      peer: '–',
+      target: `p99 < ${TARGET_P99_MS} ms, 10 000 SSE subscribers on 2 replicas x 100 events/s, every event once`,
+      result: `${fmt(p99)} ms at ${N} x ${RATE}${scaled ? ' (scaled down)' : ''}; counts checked`,
+      met: met(scaled ? null : p99 < TARGET_P99_MS),
+    },
+    {
+      peer: '–',
+      target: 'request latency bounded while streams are written (POST /approvals p99)',
+      result: `${fmt(postP99)} ms (p50 ${fmt(med((r) => r.postP50))} ms) at ${N} x ${RATE}`,
+      met: met(null),
+    },
+  ],
+);
