@@ -1,15 +1,14 @@
 // One re-check loop for every long-lived connection of this replica opened with a credential:
 // feed streams (SSE and WebSocket), node control channels, and both sides of attach streams.
-// Every RECHECK_MS each distinct credential among them is looked up once, past the auth cache
-// (and, for node JWTs, with the signing keys re-read at most once per period), so a token
+// Every RECHECK_MS each distinct credential among them is re-checked once, past the auth cache
+// (node JWTs in bulk: Authenticator.recheck; the signing keys re-read at most once per period), so a token
 // revoked, a node re-registered (its JWT rotated), a signing key retired on any replica, or a
 // credential expired, ends its connections within a second, at the cost of one lookup per
 // credential rather than per connection. The feed's keep-alives ride the same loop. It never
 // delivers anything itself.
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
-import { isSvcError } from '../../protocol/errors.js';
-import type { Authenticator } from './authenticate.js';
+import type { Authenticator, Recheck } from './authenticate.js';
 
 export const KEEPALIVE_MS = 15_000;
 /** How often open streams' credentials are re-checked (revoked or expired → closed). */
@@ -78,25 +77,31 @@ export class CredentialWatch {
     const now = this.deps.clock.now();
     const keepalive = now - this.lastKeepalive >= KEEPALIVE_MS;
     if (keepalive) this.lastKeepalive = now;
-    await Promise.all(
-      [...this.byHeader].map(async ([header, streams]) => {
-        let why: string | null = null;
-        try {
-          await this.deps.auth.fromHeader(header, { fresh: true });
-        } catch (e) {
-          // A store that does not answer is not a revocation: keep the streams, ask again.
-          if (!isSvcError(e) || e.code !== 'unauthenticated') {
-            this.log.warn({ err: e }, 'cannot re-check a credential; trying again');
-            return;
-          }
-          why = e.message;
-        }
-        for (const s of [...streams]) {
-          if (why !== null) s.end(why);
-          else if (keepalive) s.keepalive?.();
-        }
-      }),
-    );
+    const entries = [...this.byHeader];
+    let verdicts: Map<string, Recheck>;
+    try {
+      verdicts = await this.deps.auth.recheck(entries.map(([header]) => header));
+    } catch (e) {
+      verdicts = new Map(entries.map(([header]) => [header, { ok: 'unknown', err: e }]));
+    }
+    let unknown = 0;
+    let firstError: unknown;
+    for (const [header, streams] of entries) {
+      const v = verdicts.get(header);
+      // A store that does not answer is not a revocation: keep the streams, ask again.
+      if (v === undefined || v.ok === 'unknown') {
+        unknown++;
+        firstError ??= v?.err;
+        continue;
+      }
+      for (const s of [...streams]) {
+        if (v.ok === false) s.end(v.why);
+        else if (keepalive) s.keepalive?.();
+      }
+    }
+    if (unknown > 0) {
+      this.log.warn({ err: firstError, credentials: unknown }, 'cannot re-check credentials; trying again');
+    }
     this.timer = null;
     if (this.byHeader.size > 0) this.arm();
     for (const w of this.ticked.splice(0)) w();

@@ -113,9 +113,7 @@ export class SigningKeys {
    * another replica stops verifying here too (re-checks of open channels ask for this).
    */
   async verifyNode(jwt: string, opts: { maxKeyAgeMs?: number } = {}): Promise<NodeClaims> {
-    if (opts.maxKeyAgeMs !== undefined && this.clock.now() - this.loadedAt >= opts.maxKeyAgeMs) {
-      await this.refresh();
-    }
+    if (opts.maxKeyAgeMs !== undefined) await this.freshen(opts.maxKeyAgeMs);
     try {
       const { payload } = await jwtVerify(
         jwt,
@@ -160,6 +158,17 @@ export class SigningKeys {
       created_at: iso(this.clock.now()),
       retired_at: null,
     };
+  }
+
+  /** Re-reads the keys when the last read is `maxAgeMs` old or more (re-checks of open
+   * channels: a key retired on another replica stops verifying here too). */
+  async freshen(maxAgeMs: number): Promise<void> {
+    if (this.clock.now() - this.loadedAt >= maxAgeMs) await this.refresh();
+  }
+
+  /** Whether node tokens signed with `kid` still verify, as of the last read of the keys. */
+  isActive(kid: string): boolean {
+    return this.verifyKeys.has(kid);
   }
 
   /** load() for re-checks: concurrent callers share one read. */

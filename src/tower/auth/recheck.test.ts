@@ -1,0 +1,71 @@
+// Authenticator.recheck, what open connections' re-checks use: a fleet's node JWTs are
+// checked in bulk (no second signature check, one query for many nodes), with the same
+// verdicts a fresh lookup gives.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { STORES, startTestTower, type TestTower } from '../../../test/support/tower.js';
+import { FakeClock } from '../../lib/clock.js';
+import { Authenticator } from './authenticate.js';
+import { SigningKeys } from './signing-keys.js';
+
+describe.each(STORES)('re-checking open connections’ credentials (%s)', (store) => {
+  let t: TestTower;
+  let keys: SigningKeys;
+  let auth: Authenticator;
+  const clock = new FakeClock(Date.parse('2026-11-27T10:00:00Z'));
+  const bearer = (jwt: string) => `Bearer ${jwt}`;
+  const register = async (hostname: string, force = false) =>
+    (await t.call('POST', '/nodes', { hostname, ...(force ? { force: true } : {}) })).body as {
+      id: string;
+      jwt: string;
+    };
+
+  beforeAll(async () => {
+    t = await startTestTower(store, { clock });
+    const { db, dialect } = t.tower.store;
+    keys = new SigningKeys(db, dialect, clock);
+    auth = new Authenticator({ db, clock, keys, oidc: null });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('answers each node JWT without verifying its signature again, and refuses rotated and unknown ones as a lookup would', async () => {
+    const nodes = await Promise.all(['a', 'b', 'c'].map((h) => register(`recheck-${h}-${store}`)));
+    for (const n of nodes) expect((await auth.fromHeader(bearer(n.jwt))).nodeId).toBe(n.id);
+    const rotated = await register(`recheck-b-${store}`, true);
+    const admin = `Bearer ${t.adminToken}`;
+    const verify = vi.spyOn(keys, 'verifyNode');
+    const headers = [...nodes.map((n) => bearer(n.jwt)), admin, 'Bearer svc_not_a_token', 'Basic x'];
+    const v = await auth.recheck(headers);
+    expect(verify).not.toHaveBeenCalled();
+    expect(headers.map((h) => v.get(h))).toEqual([
+      { ok: true },
+      { ok: false, why: 'node token was rotated by a later registration: use the new node.json' },
+      { ok: true },
+      { ok: true },
+      { ok: false, why: 'unknown token' },
+      { ok: false, why: 'Authorization header must be "Bearer <token>"' },
+    ]);
+    expect(v.size).toBe(headers.length);
+    // The rotated JWT is forgotten: the new one is verified once, then known.
+    expect((await auth.recheck([bearer(rotated.jwt)])).get(bearer(rotated.jwt))).toEqual({ ok: true });
+    expect(verify).toHaveBeenCalledTimes(1);
+    verify.mockRestore();
+  });
+
+  it('refuses the JWTs of a retired signing key at the next re-check', async () => {
+    const n = await register(`recheck-retired-${store}`);
+    await auth.fromHeader(bearer(n.jwt));
+    const listed = (await t.call('GET', '/admin/signing-keys')).body.items as {
+      kid: string;
+      active: boolean;
+    }[];
+    const current = listed.find((k) => k.active)?.kid as string;
+    expect((await t.call('POST', '/admin/signing-keys/rotate')).status).toBe(201);
+    expect((await t.call('POST', `/admin/signing-keys/${current}/retire`)).status).toBe(200);
+    // The keys this replica read are re-read once they are a re-check period old.
+    await clock.advance(500);
+    const v = await auth.recheck([bearer(n.jwt)]);
+    expect(v.get(bearer(n.jwt))).toEqual({ ok: false, why: `invalid node token: unknown key id ${current}` });
+  });
+});
