@@ -218,7 +218,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     const stopPruning = startPruner({ store, clock, log, retentionMs: eventRetentionMs });
     // task_ready and task_cancelled to the nodes of every replica (PostgreSQL NOTIFY between
     // replicas).
-    const taskRelay = createTaskRelay({ store, nodes, log, listener });
+    const taskRelay = createTaskRelay({ store, nodes, clock, log, listener });
     await taskRelay.start();
     // Every channel is subscribed: listen (retrying in the background if it cannot yet).
     await listener?.start();

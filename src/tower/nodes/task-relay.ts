@@ -1,23 +1,29 @@
-// Task notices to nodes (docs/mesh.md): `task_ready` when a mesh task becomes claimable (new,
-// retried, lease expired), to every node with an agent that could claim it; `task_cancelled`
-// when a claimed or running task is cancelled, to the node of the agent holding it.
+// Notices to nodes (docs/mesh.md, docs/agents.md): `task_ready` when a mesh task becomes
+// claimable (new, retried, lease expired), to as many of the nodes that could claim it as it
+// can take (wake.ts decides which); `task_cancelled` when a claimed or running task is
+// cancelled, to the node of the agent holding it.
 //
-// A node's channel is held by one replica, and the change may be made on another. So on
-// PostgreSQL the replica that made the change, after its commit, NOTIFYs the tasks on a
-// per-schema channel (one notification per batch of notices, outside the write's
-// transaction: notifying transactions serialize their commits); every replica LISTENs and
-// tells the nodes connected to it. The maker tells its own nodes at once and ignores its own
-// notification. A lost notification (the LISTEN connection was down) only delays things:
-// workers also poll, and a cancelled task's lease is gone, so its worker's next heartbeat,
-// progress or completion gets stale_lease and the worker stops it.
+// A node's channel is held by one replica, and the change may be made on another. The
+// replica that made the change chooses the nodes to wake once for the whole fleet (from agent
+// status and presence in the store) and, on PostgreSQL, after its commit NOTIFYs the notices
+// with the chosen node ids on a per-schema channel (one notification per batch of notices,
+// outside the write's transaction: notifying transactions serialize their commits); every
+// replica LISTENs and tells the chosen nodes it holds. The maker tells its own nodes itself
+// and ignores its own notification. A lost notification (the LISTEN connection was down) or
+// a woken node that does not claim only delays things: workers also poll, a cancelled
+// task's lease is gone (its worker's next heartbeat, progress or completion gets stale_lease
+// and the worker stops it).
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
+import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import type { MeshTask } from '../../protocol/mesh.js';
 import type { Store } from '../store/open.js';
 import type { PgListener } from '../store/pg-listen.js';
 import type { Db } from '../store/types.js';
 import type { ControlHub } from './control-hub.js';
+import { replicaFresh } from './presence.js';
+import { chooseWake, type WakeCandidate } from './wake.js';
 
 /** Which nodes could claim `task`: those with an agent of its domain (the assigned agent
  * only, for assigned tasks) that has the required capabilities. `among`: only these nodes. */
@@ -52,13 +58,18 @@ export type ReadyTask = Pick<
   'id' | 'mission_id' | 'domain_id' | 'assigned_agent_id' | 'required_capabilities'
 >;
 
+/** A ready task and the nodes chosen to hear of it (absent: not chosen, see wake.ts). */
+interface ReadyNotice extends ReadyTask {
+  n?: string[];
+}
+
 /** A claimed or running task that was cancelled, and the agent that held it. */
 export interface CancelledTask {
   id: string;
   claimed_by: string;
 }
 
-/** Channel of task notices between replicas sharing a schema. */
+/** Channel of node notices between replicas sharing a schema. */
 export function taskReadyChannel(schema: string | null): string {
   return schema ? `svc_task_ready_${schema}` : 'svc_task_ready';
 }
@@ -70,12 +81,12 @@ interface Wire {
   /** Replica that made the change. */
   o: string;
   /** Ready tasks. */
-  t?: ReadyTask[];
+  t?: ReadyNotice[];
   /** Cancelled tasks. */
   c?: CancelledTask[];
 }
 
-type Notice = { ready: ReadyTask } | { cancelled: CancelledTask };
+type Notice = { ready: ReadyNotice } | { cancelled: CancelledTask };
 
 export interface TaskRelay {
   /** A task became claimable on this replica (after its commit). */
@@ -83,30 +94,98 @@ export interface TaskRelay {
   /** A claimed or running task was cancelled on this replica (after its commit). */
   cancelled(task: CancelledTask): void;
   start(): Promise<void>;
+  /** Sends what is queued (choices under way included), then stops. */
   stop(): Promise<void>;
 }
 
 export function createTaskRelay(deps: {
   store: Store;
   nodes: ControlHub;
+  clock: Clock;
   log: Logger;
   /** PostgreSQL: the replica's LISTEN connection, on which other replicas' notices arrive. */
   listener?: PgListener | null;
 }): TaskRelay {
-  const { store, nodes } = deps;
+  const { store, nodes, clock } = deps;
   const log = deps.log.child({ component: 'task-relay' });
   const origin = randomBytes(8).toString('hex');
   const channel = taskReadyChannel(store.schema);
   const pgStore = store.dialect === 'postgres' && store.pgPool !== null;
   let stopped = false;
+  /** Ready tasks waiting for their choice (one choice per tick: a broadcast, a sweep). */
+  let choosing: ReadyTask[] = [];
+  let chosen: Promise<void> = Promise.resolve();
   let outgoing: Notice[] = [];
+  /** Per domain, the last agent the rotation considered (wake.ts). */
+  const cursors = new Map<string, string | null>();
 
-  /** Tells the nodes connected here that could claim these tasks. */
-  async function tellReady(tasks: ReadyTask[]): Promise<void> {
+  /** Agents of the domain that may be woken, with their node's channel up on a live replica. */
+  async function candidates(domainId: string): Promise<WakeCandidate[]> {
+    const rows = await store.db
+      .selectFrom('agents')
+      .leftJoin('node_channels', 'node_channels.node_id', 'agents.node_id')
+      .leftJoin('tower_replicas', 'tower_replicas.id', 'node_channels.replica_id')
+      .select([
+        'agents.id as agent_id',
+        'agents.node_id as node_id',
+        'agents.status as status',
+        'agents.capabilities as capabilities',
+        'tower_replicas.renewed_at as renewed_at',
+      ])
+      .where('agents.domain_id', '=', domainId)
+      .where('agents.status', 'in', ['idle', 'online', 'busy'])
+      .execute();
+    const now = clock.now();
+    const out: WakeCandidate[] = [];
+    for (const r of rows) {
+      // A channel here is known for sure; another replica's counts while that replica lives.
+      const present = nodes.isOnline(r.node_id) || (r.renewed_at !== null && replicaFresh(r.renewed_at, now));
+      if (!present) continue;
+      out.push({
+        agentId: r.agent_id,
+        nodeId: r.node_id,
+        status: r.status,
+        capabilities: JSON.parse(r.capabilities) as string[],
+      });
+    }
+    return out;
+  }
+
+  /** The nodes to wake for each task, chosen here once for every replica. */
+  async function choose(tasks: ReadyTask[]): Promise<ReadyNotice[]> {
+    const out: ReadyNotice[] = [];
+    const domains = new Map<string, ReadyTask[]>();
+    for (const t of tasks) {
+      const list = domains.get(t.domain_id);
+      if (list) list.push(t);
+      else domains.set(t.domain_id, [t]);
+    }
+    for (const [domainId, list] of domains) {
+      let cs: WakeCandidate[] | null = null;
+      try {
+        cs = await candidates(domainId);
+      } catch (e) {
+        log.warn(
+          { err: e, domain: domainId },
+          'cannot read wake candidates; telling every node that could claim',
+        );
+      }
+      for (const t of list) {
+        const choice = cs === null ? null : chooseWake(t, cs, cursors.get(domainId) ?? null);
+        if (choice) cursors.set(domainId, choice.after);
+        out.push(choice ? { ...t, n: choice.nodes } : t);
+      }
+    }
+    return out;
+  }
+
+  /** Tells the nodes connected here that were chosen (or, unchosen, could claim these tasks). */
+  async function tellReady(tasks: ReadyNotice[]): Promise<void> {
     const here = nodes.connectedNodes();
     if (here.length === 0) return;
     for (const task of tasks) {
-      for (const id of await nodesForTask(store.db, task, here)) {
+      const to = task.n ?? (await nodesForTask(store.db, task, here));
+      for (const id of to) {
         nodes.send(id, {
           type: 'task_ready',
           task_id: task.id,
@@ -134,7 +213,7 @@ export function createTaskRelay(deps: {
   }
 
   function queue(n: Notice): void {
-    if (!pgStore || stopped) return;
+    if (!pgStore) return;
     // Notices of the same tick (a broadcast, a sweep) share notifications.
     if (outgoing.length === 0) setImmediate(flush);
     outgoing.push(n);
@@ -144,21 +223,30 @@ export function createTaskRelay(deps: {
     const notices = outgoing;
     outgoing = [];
     for (let i = 0; i < notices.length; i += PER_NOTIFY) {
-      const ready: ReadyTask[] = [];
-      const cancelled: CancelledTask[] = [];
+      const t: ReadyNotice[] = [];
+      const c: CancelledTask[] = [];
       for (const n of notices.slice(i, i + PER_NOTIFY)) {
-        if ('ready' in n) ready.push(n.ready);
-        else cancelled.push(n.cancelled);
+        if ('ready' in n) t.push(n.ready);
+        else c.push(n.cancelled);
       }
-      const payload = JSON.stringify({
-        o: origin,
-        ...(ready.length > 0 ? { t: ready } : {}),
-        ...(cancelled.length > 0 ? { c: cancelled } : {}),
-      } satisfies Wire);
+      const wire: Wire = { o: origin, ...(t.length > 0 ? { t } : {}), ...(c.length > 0 ? { c } : {}) };
       (store.pgPool as pg.Pool)
-        .query('select pg_notify($1, $2)', [channel, payload])
-        .catch((e: unknown) => log.warn({ err: e }, 'cannot notify other replicas of task notices'));
+        .query('select pg_notify($1, $2)', [channel, JSON.stringify(wire)])
+        .catch((e: unknown) => log.warn({ err: e }, 'cannot notify other replicas of node notices'));
     }
+  }
+
+  /** Chooses for what arrived this tick, tells the nodes here, and queues the notification. */
+  function chooseSoon(): void {
+    const tasks = choosing;
+    choosing = [];
+    chosen = chosen
+      .then(async () => {
+        const notices = await choose(tasks);
+        tell({ o: origin, t: notices });
+        for (const n of notices) queue({ ready: n });
+      })
+      .catch((e: unknown) => log.warn({ err: e }, 'cannot send task_ready'));
   }
 
   /** A notification from another replica. */
@@ -181,24 +269,27 @@ export function createTaskRelay(deps: {
 
   return {
     ready(task) {
-      const t: ReadyTask = {
+      if (stopped) return;
+      if (choosing.length === 0) setImmediate(chooseSoon);
+      choosing.push({
         id: task.id,
         mission_id: task.mission_id,
         domain_id: task.domain_id,
         assigned_agent_id: task.assigned_agent_id,
         required_capabilities: task.required_capabilities,
-      };
-      tell({ o: origin, t: [t] });
-      queue({ ready: t });
+      });
     },
     cancelled(task) {
       const c: CancelledTask = { id: task.id, claimed_by: task.claimed_by };
       tell({ o: origin, c: [c] });
-      queue({ cancelled: c });
+      if (!stopped) queue({ cancelled: c });
     },
     async start() {},
     async stop() {
+      if (stopped) return;
       stopped = true;
+      if (choosing.length > 0) chooseSoon();
+      await chosen;
       if (outgoing.length > 0) flush();
     },
   };
