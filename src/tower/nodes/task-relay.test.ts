@@ -8,7 +8,7 @@ import { createTower, type Tower } from '../tower.js';
 
 const SECRET = 'b'.repeat(64);
 
-describe('task_ready and task_cancelled across PostgreSQL replicas', () => {
+describe('task_ready, task_cancelled and approval_decided across PostgreSQL replicas', () => {
   let a: TestTower;
   let b: Tower;
   let aWs: string;
@@ -234,5 +234,25 @@ describe('task_ready and task_cancelled across PostgreSQL replicas', () => {
     const later: string[] = [];
     for (let k = 0; k < 3; k++) later.push(await submit('a', `while busy ${k}`));
     for (const id of later) expect([readyFor(busy.got, id), heard(id)]).toEqual([0, 2]);
+  });
+
+  it('tells a node on another replica the decision on its approval', async () => {
+    const node = (await a.call('POST', '/nodes', { hostname: 'decided-b' })).body as {
+      id: string;
+      jwt: string;
+    };
+    const d = ((await a.call('POST', '/domains', { name: 'decided' })).body as { id: string }).id;
+    const got = await connectNode(node.jwt);
+    await presentOnBoth(node.id);
+    const asked = await a.call('POST', '/approvals', { domain_id: d, title: 'Run make' }, node.jwt);
+    expect(asked.status).toBe(201);
+    const id = asked.body.id as string;
+    // Decided on replica a, which does not hold the node's channel.
+    const reason = 'r'.repeat(2000);
+    expect((await a.call('POST', `/approvals/${id}/reject`, { reason })).status).toBe(200);
+    await waitFor('approval_decided on replica b', () => got.find((x) => x.type === 'approval_decided'));
+    expect(got.filter((x) => x.type === 'approval_decided')).toEqual([
+      { type: 'approval_decided', approval_id: id, status: 'rejected', reason },
+    ]);
   });
 });

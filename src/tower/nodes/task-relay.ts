@@ -1,7 +1,8 @@
 // Notices to nodes (docs/mesh.md, docs/agents.md): `task_ready` when a mesh task becomes
 // claimable (new, retried, lease expired), to as many of the nodes that could claim it as it
 // can take (wake.ts decides which); `task_cancelled` when a claimed or running task is
-// cancelled, to the node of the agent holding it.
+// cancelled, to the node of the agent holding it; `approval_decided` when an approval a node's
+// subagent waits for is decided, to that node.
 //
 // A node's channel is held by one replica, and the change may be made on another. The
 // replica that made the change chooses the nodes to wake once for the whole fleet (from agent
@@ -12,7 +13,7 @@
 // and ignores its own notification. A lost notification (the LISTEN connection was down) or
 // a woken node that does not claim only delays things: workers also poll, a cancelled
 // task's lease is gone (its worker's next heartbeat, progress or completion gets stale_lease
-// and the worker stops it).
+// and the worker stops it), and a node waiting on an approval polls it too.
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { Clock } from '../../lib/clock.js';
@@ -69,6 +70,14 @@ export interface CancelledTask {
   claimed_by: string;
 }
 
+/** An approval asked for by a node, now decided. */
+export interface DecidedApproval {
+  node_id: string;
+  approval_id: string;
+  status: 'approved' | 'rejected';
+  reason: string | null;
+}
+
 /** Channel of node notices between replicas sharing a schema. */
 export function taskReadyChannel(schema: string | null): string {
   return schema ? `svc_task_ready_${schema}` : 'svc_task_ready';
@@ -84,15 +93,20 @@ interface Wire {
   t?: ReadyNotice[];
   /** Cancelled tasks. */
   c?: CancelledTask[];
+  /** Decided approvals: the node and the approval id (a reason may be long: the replica
+   * holding the node reads the decision from the store). */
+  a?: { n: string; a: string }[];
 }
 
-type Notice = { ready: ReadyNotice } | { cancelled: CancelledTask };
+type Notice = { ready: ReadyNotice } | { cancelled: CancelledTask } | { decided: { n: string; a: string } };
 
 export interface TaskRelay {
   /** A task became claimable on this replica (after its commit). */
   ready(task: ReadyTask): void;
   /** A claimed or running task was cancelled on this replica (after its commit). */
   cancelled(task: CancelledTask): void;
+  /** An approval a node asked for was decided on this replica (after its commit). */
+  approvalDecided(d: DecidedApproval): void;
   start(): Promise<void>;
   /** Sends what is queued (choices under way included), then stops. */
   stop(): Promise<void>;
@@ -204,11 +218,28 @@ export function createTaskRelay(deps: {
     }
   }
 
+  /** Tells the nodes connected here the decisions of the approvals they wait on. */
+  async function tellDecided(list: { n: string; a: string }[]): Promise<void> {
+    for (const d of list) {
+      if (!nodes.isOnline(d.n)) continue;
+      const a = await store.db
+        .selectFrom('approvals')
+        .select(['status', 'reason'])
+        .where('id', '=', d.a)
+        .executeTakeFirst();
+      if (a?.status !== 'approved' && a?.status !== 'rejected') continue;
+      nodes.send(d.n, { type: 'approval_decided', approval_id: d.a, status: a.status, reason: a.reason });
+    }
+  }
+
   function tell(wire: Wire): void {
     if (wire.t?.length)
       tellReady(wire.t).catch((e: unknown) => log.warn({ err: e }, 'cannot send task_ready'));
     if (wire.c?.length) {
       tellCancelled(wire.c).catch((e: unknown) => log.warn({ err: e }, 'cannot send task_cancelled'));
+    }
+    if (wire.a?.length) {
+      tellDecided(wire.a).catch((e: unknown) => log.warn({ err: e }, 'cannot send approval_decided'));
     }
   }
 
@@ -225,11 +256,18 @@ export function createTaskRelay(deps: {
     for (let i = 0; i < notices.length; i += PER_NOTIFY) {
       const t: ReadyNotice[] = [];
       const c: CancelledTask[] = [];
+      const a: { n: string; a: string }[] = [];
       for (const n of notices.slice(i, i + PER_NOTIFY)) {
         if ('ready' in n) t.push(n.ready);
-        else c.push(n.cancelled);
+        else if ('cancelled' in n) c.push(n.cancelled);
+        else a.push(n.decided);
       }
-      const wire: Wire = { o: origin, ...(t.length > 0 ? { t } : {}), ...(c.length > 0 ? { c } : {}) };
+      const wire: Wire = {
+        o: origin,
+        ...(t.length > 0 ? { t } : {}),
+        ...(c.length > 0 ? { c } : {}),
+        ...(a.length > 0 ? { a } : {}),
+      };
       (store.pgPool as pg.Pool)
         .query('select pg_notify($1, $2)', [channel, JSON.stringify(wire)])
         .catch((e: unknown) => log.warn({ err: e }, 'cannot notify other replicas of node notices'));
@@ -263,6 +301,7 @@ export function createTaskRelay(deps: {
       o: wire.o,
       ...(Array.isArray(wire.t) ? { t: wire.t } : {}),
       ...(Array.isArray(wire.c) ? { c: wire.c } : {}),
+      ...(Array.isArray(wire.a) ? { a: wire.a } : {}),
     });
   }
   if (pgStore) deps.listener?.subscribe(channel, received);
@@ -283,6 +322,16 @@ export function createTaskRelay(deps: {
       const c: CancelledTask = { id: task.id, claimed_by: task.claimed_by };
       tell({ o: origin, c: [c] });
       if (!stopped) queue({ cancelled: c });
+    },
+    approvalDecided(d) {
+      // Held here: told now. Otherwise the replica that holds the node's channel tells it.
+      const sent = nodes.send(d.node_id, {
+        type: 'approval_decided',
+        approval_id: d.approval_id,
+        status: d.status,
+        reason: d.reason,
+      });
+      if (!sent && !stopped) queue({ decided: { n: d.node_id, a: d.approval_id } });
     },
     async start() {},
     async stop() {
