@@ -8,12 +8,10 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mgmtCall } from '../../src/cli/mgmt-client.js';
 import { haproxyInstalled } from '../support/haproxy.js';
-import { type NodeStack, startNodeStack } from '../support/node-stack.js';
-import { PG_BASE_URL } from '../support/pg.js';
+import { type NodeStack, startNodeStack, svcdConnected } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
 import {
   isolatedEnv,
@@ -207,32 +205,9 @@ describe.skipIf(!haproxyInstalled())('a governed run with two tower replicas', (
   let missionId: string;
 
   const api = async <T>(base: string, method: string, path: string, body?: unknown): Promise<T> => {
-    const res = await fetch(base + path, {
-      method,
-      headers: {
-        authorization: `Bearer ${r.admin}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return JSON.parse(text) as T;
-  };
-  /** The address of the replica holding the node's channel, from the shared presence table. */
-  const holder = async (): Promise<string | null> => {
-    const c = new pg.Client({ connectionString: PG_BASE_URL });
-    await c.connect();
-    try {
-      const q = await c.query<{ address: string }>(
-        `select r.address from "${r.schema.schema}".node_channels c
-           join "${r.schema.schema}".tower_replicas r on r.id = c.replica_id where c.node_id = $1`,
-        [nodeId],
-      );
-      return q.rows[0]?.address ?? null;
-    } finally {
-      await c.end();
-    }
+    const res = await r.call(base, method, path, body);
+    if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body as T;
   };
 
   beforeAll(async () => {
@@ -263,15 +238,7 @@ describe.skipIf(!haproxyInstalled())('a governed run with two tower replicas', (
     // svcd connects straight to replica a (not through HAProxy), so its channel stays there.
     svcd = spawnProc(SVCD_BIN, ['run', '--backend-url', a.url, '--log-level', 'warn'], env);
     mgmtSock = join(home, 'svcd', 'mgmt.sock');
-    await waitFor(
-      'svcd connected to replica a',
-      async () => {
-        if (svcd.child.exitCode !== null) throw new Error(`svcd exited: ${svcd.stderr()}`);
-        if (!/svcd running/.test(svcd.stdout())) return false;
-        return (await mgmtCall<{ tower: { connected: boolean } }>(mgmtSock, 'daemon.status')).tower.connected;
-      },
-      { timeoutMs: 90_000 },
-    );
+    await svcdConnected(svcd, mgmtSock, 'svcd connected to replica a');
     await svc(['run', 'alpha_agent_acp', '--domain', domainId]);
   }, 300_000);
   afterAll(async () => {
@@ -280,8 +247,8 @@ describe.skipIf(!haproxyInstalled())('a governed run with two tower replicas', (
   });
 
   it('hears an approval decided on the replica without its channel over that channel, not by polling', async () => {
-    const [a, b] = r.towers as [TowerProc, TowerProc];
-    expect(await waitFor("the node's channel on replica a", holder)).toBe(a.url);
+    const b = r.towers[1] as TowerProc;
+    expect(await waitFor("the node's channel on replica a", () => r.holderOf(nodeId))).toBe(0);
     const task = await api<Task>(b.url, 'POST', `/work/missions/${missionId}/tasks`, {
       title: 'build it across replicas',
       max_attempts: 1,
@@ -319,6 +286,6 @@ describe.skipIf(!haproxyInstalled())('a governed run with two tower replicas', (
       'daemon.status',
     );
     expect(status.components.control.connects).toBe(1);
-    expect(await holder()).toBe(a.url);
+    expect(await r.holderOf(nodeId)).toBe(0);
   });
 });
