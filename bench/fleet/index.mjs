@@ -364,6 +364,7 @@ async function main() {
     currentMission = mission;
     const latencies = [];
     const claimed = [];
+    const pollCallsBefore = fleet.stats.pollClaimCalls;
     for (let k = 0; k < TASKS; k++) {
       const t = performance.now();
       const id = await submit(lb, admin, mission, `claim-${N}-${k}`);
@@ -376,6 +377,7 @@ async function main() {
     );
     for (const id of claimed) checks.exact(`task ${id} completions`, fleet.stats.completions.get(id), 1);
     const attempts = claimed.map((id) => fleet.stats.claimCallsByTask.get(id) ?? 0);
+    const pollCalls = fleet.stats.pollClaimCalls - pollCallsBefore;
 
     const cross = await crossReplica(lb, towers, admin, fleet);
     const r = {
@@ -386,7 +388,8 @@ async function main() {
       perChannelKiB,
       rssAfter,
       claim: stats(latencies),
-      attempts: stats(attempts),
+      attempts: { ...stats(attempts), mean: attempts.reduce((a, b) => a + b, 0) / attempts.length },
+      pollCalls,
       sameReq: describeReq(cross.same.req),
       otherReq: describeReq(cross.other.req),
       sameAttach: describeAttach(cross.same.attach),
@@ -462,7 +465,9 @@ poll), decoding every message with svcd's schemas, reconnecting with svcd's back
 ${WORKERS} of the nodes have an agent in the tasks' domain. Connect: all N dialled at once,
 until the last welcome. RSS per channel: the replicas' RSS with all N connected minus before,
 over N. Claim: one \`first_claim\` task at a time, from the POST to the claim answer that
-carries it. Requests and attach: ${SAMPLES} nodes (attach: a quarter of them, ${ECHOES}
+carries it; claim calls per task: every \`claim_mesh_task\` call its task_ready caused (each
+woken worker's, again when it was already claiming, and the claimer's next call, which finds
+the queue empty), besides the poll's calls of those seconds, counted apart. Requests and attach: ${SAMPLES} nodes (attach: a quarter of them, ${ECHOES}
 echoes each), asked straight at the replica holding the node's channel (HAProxy's sessions say
 which) and at the other one. Kill: at N = ${big.N}, ${KILL_TASKS} tasks (lease 5 s) submitted
 through HAProxy one per 20 ms; after a quarter, replica r0 gets SIGKILL.
@@ -475,7 +480,7 @@ its end (the machine is shared: other work's load shows in every figure here).
 ${row('connect, all N at once', (r) => `${ms(r.connectMs)} (${r.failedAttempts} failed attempts, ${r.refused503} × 503)`)}
 ${row('tower RSS per node channel', (r) => `${r.perChannelKiB.toFixed(1)} KiB (replicas ${r.rssAfter.map((k) => `${Math.round(k / 1024)} MiB`).join(' + ')})`)}
 ${row('task created → claimed, p50 / p99', (r) => `${ms(r.claim.p50)} / ${ms(r.claim.p99)} (${r.claim.n} tasks)`)}
-${row('claim calls per task, p50 / p99', (r) => `${r.attempts.p50} / ${r.attempts.p99}`)}
+${row('claim calls per task, p50 / p99 (mean)', (r) => `${r.attempts.p50} / ${r.attempts.p99} (${r.attempts.mean.toFixed(1)}; and ${r.pollCalls} poll calls in all)`)}
 ${row('node request, same replica, p50 / p99', (r) => req(r.sameReq))}
 ${row('node request, other replica, p50 / p99', (r) => req(r.otherReq))}
 ${row('attach echo, same replica, p50 / p99', (r) => req(r.sameAttach))}

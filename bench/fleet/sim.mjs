@@ -40,9 +40,14 @@ export function createFleet({ url, nodes, missionId, pollMs = 2000 }) {
     attachBadSignature: 0,
     attachDialBackFailed: 0,
     taskReady: 0,
-    /** claim_mesh_task calls, and per task id the calls a task_ready for it triggered. */
+    /**
+     * claim_mesh_task calls; per task id, the calls its task_ready caused (the first, the
+     * claims a busy worker made again for it, and the claimer's next call, which finds the
+     * queue empty); calls of poll rounds no task_ready reached.
+     */
     claimCalls: 0,
     claimCallsByTask: new Map(),
+    pollClaimCalls: 0,
     claimErrors: 0,
     /** task id → performance.now() of the claim answer that carried it. */
     claimedAt: new Map(),
@@ -62,6 +67,8 @@ export function createFleet({ url, nodes, missionId, pollMs = 2000 }) {
     retry: null,
     busy: false,
     again: false,
+    /** The task whose task_ready the current (or next) round of claims answers. */
+    cause: null,
     poll: null,
   }));
   let stopped = false;
@@ -80,9 +87,14 @@ export function createFleet({ url, nodes, missionId, pollMs = 2000 }) {
     return { status: res.status, body };
   }
 
-  /** One claim (and its completion) for a worker; `trigger` is the task_ready's task id. */
+  /**
+   * Claims (and completes) until the queue is empty, as svcd's claim loop does; `trigger` is
+   * the task_ready's task id (null: the poll). A wake-up while claiming makes one more round.
+   * Every call is counted against the task whose task_ready caused it, or as a poll call.
+   */
   async function work(sim, trigger) {
     if (!sim.agentId || stopped) return;
+    if (trigger) sim.cause = trigger;
     if (sim.busy) {
       sim.again = true;
       return;
@@ -92,8 +104,9 @@ export function createFleet({ url, nodes, missionId, pollMs = 2000 }) {
       for (;;) {
         sim.again = false;
         stats.claimCalls++;
-        if (trigger) stats.claimCallsByTask.set(trigger, (stats.claimCallsByTask.get(trigger) ?? 0) + 1);
-        trigger = null;
+        const cause = sim.cause;
+        if (cause) stats.claimCallsByTask.set(cause, (stats.claimCallsByTask.get(cause) ?? 0) + 1);
+        else stats.pollClaimCalls++;
         let claim;
         try {
           const r = await mcp(sim, 'claim_mesh_task', { agent_id: sim.agentId, mission_id: missionId() });
@@ -115,6 +128,7 @@ export function createFleet({ url, nodes, missionId, pollMs = 2000 }) {
       }
     } finally {
       sim.busy = false;
+      sim.cause = null;
     }
   }
 

@@ -52,7 +52,7 @@ export const TaskCancelled = Type.Object({
 export type TaskCancelled = Static<typeof TaskCancelled>;
 
 /**
- * tower → node: an approval a task's subagent on this node waits for was decided (on this
+ * tower → node: an approval a task's subagent on this node waits for was decided (on any
  * replica). Best effort: the node also polls GET /approvals/{id} and asks again on reconnect.
  */
 export const ApprovalDecided = Type.Object({

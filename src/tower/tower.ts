@@ -216,9 +216,9 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     });
     await hub.start();
     const stopPruning = startPruner({ store, clock, log, retentionMs: eventRetentionMs });
-    // task_ready and task_cancelled to the nodes of every replica (PostgreSQL NOTIFY between
-    // replicas).
-    const taskRelay = createTaskRelay({ store, nodes, log, listener });
+    // task_ready, task_cancelled and approval_decided to the nodes of every replica
+    // (PostgreSQL NOTIFY between replicas).
+    const taskRelay = createTaskRelay({ store, nodes, clock, log, listener });
     await taskRelay.start();
     // Every channel is subscribed: listen (retrying in the background if it cannot yet).
     await listener?.start();
@@ -275,13 +275,13 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       rateLimiter,
     });
     await app.register(historyRoutes, { store, blocks: [meshTaskBlocks] });
-    await app.register(approvalRoutes, { store, write, agents, nodes });
+    await app.register(approvalRoutes, { store, write, agents, notices: taskRelay });
     await app.register(meshRoutes, { mesh, db: store.db, write });
     const records = recordCollections({ store, write });
     await app.register(mcpRoutes, {
       log,
       mesh,
-      approvals: approvalService({ store, write, agents, nodes }),
+      approvals: approvalService({ store, write, agents, notices: taskRelay }),
       records,
       ...(opts.schemaPackFile !== undefined ? { schemaPackFile: opts.schemaPackFile } : {}),
     });

@@ -7,12 +7,11 @@
 // converges there, and the next attach works.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mgmtCall } from '../../src/cli/mgmt-client.js';
 import { haproxyInstalled } from '../support/haproxy.js';
 import { attachViewer } from '../support/node-channel.js';
-import { PG_BASE_URL } from '../support/pg.js';
+import { svcdConnected } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
 import { isolatedEnv, type Proc, run, SVC_BIN, SVCD_BIN, spawnProc, stopAll } from '../support/procs.js';
 import { type Replicas, startReplicas } from '../support/replicas.js';
@@ -23,36 +22,9 @@ let svcd: Proc;
 let nodeId: string;
 let agentId: string;
 
-async function api(base: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(base + path, {
-    method,
-    headers: {
-      authorization: `Bearer ${r.admin}`,
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-    },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : {}) as Record<string, unknown> };
-}
-
+const api = (base: string, method: string, path: string, body?: unknown) => r.call(base, method, path, body);
 /** The index of the replica holding the node's channel, from the shared presence table. */
-async function holderIndex(): Promise<number | null> {
-  const c = new pg.Client({ connectionString: PG_BASE_URL });
-  await c.connect();
-  try {
-    const q = await c.query<{ address: string }>(
-      `select r.address from "${r.schema.schema}".node_channels c
-         join "${r.schema.schema}".tower_replicas r on r.id = c.replica_id where c.node_id = $1`,
-      [nodeId],
-    );
-    const address = q.rows[0]?.address;
-    const i = r.towers.findIndex((t) => t.url === address);
-    return i >= 0 ? i : null;
-  } finally {
-    await c.end();
-  }
-}
+const holderIndex = () => r.holderOf(nodeId);
 
 const attachUrl = (base: string, q: Record<string, string>) =>
   `${base.replace(/^http/, 'ws')}/api/attach-ws?${new URLSearchParams(q)}`;
@@ -97,15 +69,7 @@ beforeAll(async () => {
   );
   svcd = spawnProc(SVCD_BIN, ['run', '--backend-url', r.lb.url, '--log-level', 'warn'], env);
   const mgmtSock = join(env.SVC_HOME as string, 'svcd', 'mgmt.sock');
-  await waitFor(
-    'svcd connected through HAProxy',
-    async () => {
-      if (svcd.child.exitCode !== null) throw new Error(`svcd exited: ${svcd.stderr()}`);
-      if (!/svcd running/.test(svcd.stdout())) return false;
-      return (await mgmtCall<{ tower: { connected: boolean } }>(mgmtSock, 'daemon.status')).tower.connected;
-    },
-    { timeoutMs: 90_000 },
-  );
+  await svcdConnected(svcd, mgmtSock, 'svcd connected through HAProxy');
   await waitFor('the agent running', async () => {
     const list = await mgmtCall<{ items: { id: string; state: string }[] }>(mgmtSock, 'agent.list');
     return list.items.some((a) => a.id === agentId && a.state === 'running');

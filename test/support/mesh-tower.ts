@@ -1,7 +1,7 @@
 // What the mesh area's route tests share: a test tower with a node, a domain and a mission,
 // and the calls they make (enrol an agent, submit a task, call a tool, claim, drain).
-import { expect } from 'vitest';
-import type { FakeClock } from '../../src/lib/clock.js';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { FakeClock } from '../../src/lib/clock.js';
 import { type StoreKind, startTestTower, type TestTower } from './tower.js';
 
 export interface Task {
@@ -68,4 +68,40 @@ export function meshCalls(world: () => MeshWorld) {
     }
   };
   return { enroll, submit, mcp, claim, drain };
+}
+
+/**
+ * For a describe block: a mesh world on `store`, on a FakeClock of its own, started before the
+ * block's tests and closed after them. Its fields read the started world; with the calls of
+ * meshCalls on it.
+ */
+export function useMeshWorld(store: StoreKind) {
+  const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
+  let world: MeshWorld | null = null;
+  beforeAll(async () => {
+    world = await startMeshWorld(store, clock);
+  });
+  afterAll(async () => {
+    await world?.t.close();
+  });
+  const started = (): MeshWorld => {
+    if (!world) throw new Error('the mesh world starts in beforeAll');
+    return world;
+  };
+  return {
+    clock,
+    get t() {
+      return started().t;
+    },
+    get node() {
+      return started().node;
+    },
+    get domainId() {
+      return started().domainId;
+    },
+    get missionId() {
+      return started().missionId;
+    },
+    ...meshCalls(started),
+  };
 }

@@ -60,6 +60,21 @@ export interface NodeStack {
   stop(): Promise<void>;
 }
 
+/** Waits until svcd `p` has started every component and its control channel is up. */
+export async function svcdConnected(p: Proc, mgmtSock: string, what: string): Promise<void> {
+  await waitFor(
+    what,
+    async () => {
+      if (p.child.exitCode !== null) throw new Error(`svcd exited (${p.child.exitCode}): ${p.stderr()}`);
+      // "svcd running" comes once every component has started.
+      if (!/svcd running/.test(p.stdout())) return false;
+      const status = await mgmtCall<{ tower: { connected: boolean } }>(mgmtSock, 'daemon.status');
+      return status.tower.connected;
+    },
+    { timeoutMs: 90_000 },
+  );
+}
+
 export async function startNodeStack(opts: NodeStackOptions): Promise<NodeStack> {
   const tmp = makeTempDir(`svc-e2e-${opts.name}-`);
   const env = isolatedEnv(tmp.dir);
@@ -113,17 +128,7 @@ export async function startNodeStack(opts: NodeStackOptions): Promise<NodeStack>
     },
     async startSvcd(args = [], extraEnv = {}) {
       const p = spawnProc(SVCD_BIN, ['run', '--backend-url', tower.url, ...args], { ...env, ...extraEnv });
-      await waitFor(
-        'svcd connected to the tower',
-        async () => {
-          if (p.child.exitCode !== null) throw new Error(`svcd exited (${p.child.exitCode}): ${p.stderr()}`);
-          // "svcd running" comes once every component has started.
-          if (!/svcd running/.test(p.stdout())) return false;
-          const status = await mgmtCall<{ tower: { connected: boolean } }>(mgmtSock, 'daemon.status');
-          return status.tower.connected;
-        },
-        { timeoutMs: 90_000 },
-      );
+      await svcdConnected(p, mgmtSock, 'svcd connected to the tower');
       stack.svcd = p;
       return p;
     },

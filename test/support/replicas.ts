@@ -5,8 +5,9 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import { type Haproxy, startHaproxy } from './haproxy.js';
-import { createTestSchema, type TestSchema } from './pg.js';
+import { createTestSchema, PG_BASE_URL, type TestSchema } from './pg.js';
 import { startTowerProc, type TowerProc } from './procs.js';
 import { makeTempDir } from './tmp.js';
 
@@ -22,7 +23,17 @@ export interface Replicas {
   masterKey: string;
   /** The test's temp dir (HAProxy's config lives here). */
   dir: string;
+  /** The HTTP API at `base` (a replica or the balancer) with the admin token. */
+  call(base: string, method: string, path: string, body?: unknown): Promise<ApiAnswer>;
+  /** The index in `towers` of the replica holding the node's channel, from the shared presence
+   * table (null: none holds it). */
+  holderOf(nodeId: string): Promise<number | null>;
   stop(): Promise<void>;
+}
+
+export interface ApiAnswer {
+  status: number;
+  body: Record<string, unknown>;
 }
 
 export async function startReplicas(
@@ -61,7 +72,34 @@ export async function startReplicas(
       backends: towers.map((t) => t.url),
       ...(o.checkIntervalMs ? { checkIntervalMs: o.checkIntervalMs } : {}),
     });
-    return { schema, towers, homes, lb, admin, masterKey, dir: tmp.dir, stop };
+    const call = async (base: string, method: string, path: string, body?: unknown): Promise<ApiAnswer> => {
+      const res = await fetch(base + path, {
+        method,
+        headers: {
+          authorization: `Bearer ${admin}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      const text = await res.text();
+      return { status: res.status, body: (text ? JSON.parse(text) : {}) as Record<string, unknown> };
+    };
+    const holderOf = async (nodeId: string) => {
+      const c = new pg.Client({ connectionString: PG_BASE_URL });
+      await c.connect();
+      try {
+        const q = await c.query<{ address: string }>(
+          `select r.address from "${schema.schema}".node_channels c
+             join "${schema.schema}".tower_replicas r on r.id = c.replica_id where c.node_id = $1`,
+          [nodeId],
+        );
+        const i = towers.findIndex((t) => t.url === q.rows[0]?.address);
+        return i >= 0 ? i : null;
+      } finally {
+        await c.end();
+      }
+    };
+    return { schema, towers, homes, lb, admin, masterKey, dir: tmp.dir, call, holderOf, stop };
   } catch (e) {
     await stop();
     throw e;

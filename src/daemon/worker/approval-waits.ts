@@ -1,7 +1,7 @@
 // Waiting for operators' decisions on the approvals task subagents ask for (docs/agents.md,
 // Permission policy). A decision arrives as approval_decided on the control channel, and is
 // also polled (GET /approvals/{id}) every pollMs and at every reconnect: a decision made while
-// the channel was down, or on a replica that does not hold it, is still learnt. No decision
+// the channel was down, or whose notice was lost between replicas, is still learnt. No decision
 // within the timeout → this node rejects the approval on the tower, with the reason.
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import { formatDuration } from '../../lib/duration.js';

@@ -13,7 +13,7 @@ import type {
 import { SvcError } from '../../protocol/errors.js';
 import { canSeeDomain, type Principal } from '../auth/principal.js';
 import type { TowerApp } from '../http/app.js';
-import type { ControlHub } from '../nodes/control-hub.js';
+import type { TaskRelay } from '../nodes/task-relay.js';
 import { listInDomains } from '../records/access.js';
 import type { AgentLookup } from '../secrets/agents.js';
 import type { Store } from '../store/open.js';
@@ -50,8 +50,9 @@ export interface ApprovalRoutesDeps {
   store: Store;
   write: Write;
   agents: AgentLookup;
-  /** Tells a node waiting on an approval its decision (approval_decided). */
-  nodes: Pick<ControlHub, 'send'>;
+  /** Tells a node waiting on an approval its decision (approval_decided), through whichever
+   * replica holds its channel. */
+  notices: Pick<TaskRelay, 'approvalDecided'>;
 }
 
 /** Asking for an approval and sending an inbox message: the routes' work, for MCP tools too. */
@@ -126,11 +127,11 @@ export function approvalService(deps: ApprovalRoutesDeps): ApprovalService {
         approvalEvent(tx, a, status);
         return a;
       });
-      // After the commit: the node waiting on it hears now when its channel is on this
-      // replica; otherwise it learns by polling the approval (docs/agents.md).
+      // After the commit: the node waiting on it hears now, through whichever replica holds
+      // its channel (docs/agents.md); it also polls the approval.
       if (decided.node_id !== null) {
-        deps.nodes.send(decided.node_id, {
-          type: 'approval_decided',
+        deps.notices.approvalDecided({
+          node_id: decided.node_id,
           approval_id: decided.id,
           status: decided.status as 'approved' | 'rejected',
           reason: decided.reason,

@@ -1,36 +1,17 @@
 // The mesh area's events, lists and tools on both stores: one event payload on every path,
 // paged lists, missions a caller cannot see, tool arguments and the record tools.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loggedEvents } from '../../../test/support/events.js';
-import {
-  type Claim,
-  type MeshWorld,
-  meshCalls,
-  startMeshWorld,
-  type Task,
-} from '../../../test/support/mesh-tower.js';
-import { STORES, type TestTower } from '../../../test/support/tower.js';
-import { FakeClock } from '../../lib/clock.js';
+import { type Claim, type Task, useMeshWorld } from '../../../test/support/mesh-tower.js';
+import { STORES } from '../../../test/support/tower.js';
 
 describe.each(STORES)('mesh events, lists and tools on %s', (store) => {
-  const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
-  let world: MeshWorld;
-  let t: TestTower;
-  let domainId: string;
-  let missionId: string;
-
-  beforeAll(async () => {
-    world = await startMeshWorld(store, clock);
-    ({ t, domainId, missionId } = world);
-  });
-  afterAll(async () => {
-    await world?.t.close();
-  });
-  const { enroll, submit, mcp } = meshCalls(() => world);
+  const w = useMeshWorld(store);
+  const { enroll, submit, mcp } = w;
 
   it("writes each transition's event with the same payload on every path", async () => {
-    const d = ((await t.call('POST', '/domains', { name: 'payloads' })).body as { id: string }).id;
-    const m = ((await t.call('POST', `/domains/${d}/m`, { name: 'p' })).body as { id: string }).id;
+    const d = ((await w.t.call('POST', '/domains', { name: 'payloads' })).body as { id: string }).id;
+    const m = ((await w.t.call('POST', `/domains/${d}/m`, { name: 'p' })).body as { id: string }).id;
     const a = await enroll(['z'], d);
     const title = 'a "quoted" \\ title';
     const task = (await submit({ title }, m)).body as unknown as Task;
@@ -39,7 +20,7 @@ describe.each(STORES)('mesh events, lists and tools on %s', (store) => {
     const c1 = await claimIn();
     await mcp('start_mesh_task', { task_id: task.id, lease_id: c1.lease_id });
     await mcp('fail_mesh_task', { task_id: task.id, lease_id: c1.lease_id, reason: 'no "luck"' });
-    await t.call('POST', `/work/tasks/${task.id}/retry`);
+    await w.t.call('POST', `/work/tasks/${task.id}/retry`);
     const c2 = await claimIn();
     await mcp('complete_mesh_tasks', { items: [{ task_id: task.id, lease_id: c2.lease_id }] });
     const parent = (await submit({ claim_policy: 'broadcast', required_capabilities: ['z'] }, m))
@@ -47,7 +28,7 @@ describe.each(STORES)('mesh events, lists and tools on %s', (store) => {
     const run = await claimIn();
     await mcp('fail_mesh_task', { task_id: run.task.id, lease_id: run.lease_id, reason: 'late' });
 
-    const events = (await loggedEvents(t.tower.store.db)).filter(
+    const events = (await loggedEvents(w.t.tower.store.db)).filter(
       (e) => e.mission_id === m && e.type === 'matrix',
     );
     const of = (id: string) =>
@@ -84,15 +65,15 @@ describe.each(STORES)('mesh events, lists and tools on %s', (store) => {
   });
 
   it("lists a mission's tasks by state, a page at a time, and refuses an unknown state", async () => {
-    const d = ((await t.call('POST', '/domains', { name: 'lists' })).body as { id: string }).id;
-    const m = ((await t.call('POST', `/domains/${d}/m`, { name: 'l' })).body as { id: string }).id;
+    const d = ((await w.t.call('POST', '/domains', { name: 'lists' })).body as { id: string }).id;
+    const m = ((await w.t.call('POST', `/domains/${d}/m`, { name: 'l' })).body as { id: string }).id;
     const agent = await enroll([], d);
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push(((await submit({ title: `l${i}` }, m)).body as unknown as Task).id);
     const c = (await mcp('claim_mesh_task', { agent_id: agent.id, mission_id: m })).body.result as Claim;
     await mcp('complete_mesh_task', { task_id: c.task.id, lease_id: c.lease_id });
-    await t.call('POST', `/work/tasks/${ids[4]}/cancel`);
-    const list = async (q: string) => (await t.call('GET', `/work/missions/${m}/tasks?${q}`)).body;
+    await w.t.call('POST', `/work/tasks/${ids[4]}/cancel`);
+    const list = async (q: string) => (await w.t.call('GET', `/work/missions/${m}/tasks?${q}`)).body;
     const idsOf = (b: Record<string, unknown>) => (b.items as Task[]).map((x) => x.id);
 
     expect(idsOf(await list('state=completed'))).toEqual([c.task.id]);
@@ -106,44 +87,48 @@ describe.each(STORES)('mesh events, lists and tools on %s', (store) => {
     expect(idsOf(second)).toEqual(pending.slice(2));
     expect(second.next_cursor).toBeNull();
     expect(idsOf(await list('limit=500'))).toEqual(ids);
-    const bad = await t.call('GET', `/work/missions/${m}/tasks?state=done`);
+    const bad = await w.t.call('GET', `/work/missions/${m}/tasks?state=done`);
     expect([bad.status, bad.body.code]).toEqual([400, 'validation_failed']);
-    expect((await t.call('GET', '/work/missions/mis_nope/tasks')).status).toBe(404);
+    expect((await w.t.call('GET', '/work/missions/mis_nope/tasks')).status).toBe(404);
   });
 
   it('refuses a task in a mission it cannot see, writing nothing', async () => {
     const count = async () =>
       Number(
         (
-          await t.tower.store.db
+          await w.t.tower.store.db
             .selectFrom('mesh_tasks')
             .select((eb) => eb.fn.countAll<string>().as('n'))
             .executeTakeFirstOrThrow()
         ).n,
       );
-    const events = async () => (await loggedEvents(t.tower.store.db)).length;
+    const events = async () => (await loggedEvents(w.t.tower.store.db)).length;
     const [tasks0, events0] = [await count(), await events()];
-    const nope = await t.call('POST', '/work/missions/mis_nope/tasks', { title: 'lost' });
+    const nope = await w.t.call('POST', '/work/missions/mis_nope/tasks', { title: 'lost' });
     expect([nope.status, nope.body.code]).toEqual([404, 'not_found']);
     // A token for another domain does not see this one's missions.
-    const otherDomain = ((await t.call('POST', '/domains', { name: 'elsewhere' })).body as { id: string }).id;
+    const otherDomain = ((await w.t.call('POST', '/domains', { name: 'elsewhere' })).body as { id: string })
+      .id;
     const scoped = (
-      await t.call('POST', '/tokens', { name: 'other', scopes: ['work:write'], domains: [otherDomain] })
+      await w.t.call('POST', '/tokens', { name: 'other', scopes: ['work:write'], domains: [otherDomain] })
     ).body.token as string;
-    const hidden = await t.call('POST', `/work/missions/${missionId}/tasks`, { title: 'hidden' }, scoped);
+    const hidden = await w.t.call('POST', `/work/missions/${w.missionId}/tasks`, { title: 'hidden' }, scoped);
     expect([hidden.status, hidden.body.code]).toEqual([404, 'not_found']);
     expect([await count(), await events()]).toEqual([tasks0, events0 + 1]); // the domain's own event
-    const mine = await t.call('POST', `/work/missions/${missionId}/tasks`, { title: 'seen', priority: -5 });
+    const mine = await w.t.call('POST', `/work/missions/${w.missionId}/tasks`, {
+      title: 'seen',
+      priority: -5,
+    });
     expect(mine.status).toBe(201);
     expect(mine.body).toMatchObject({
-      mission_id: missionId,
-      domain_id: domainId,
+      mission_id: w.missionId,
+      domain_id: w.domainId,
       title: 'seen',
       state: 'pending',
       priority: -5,
     });
-    expect((await t.call('GET', `/work/tasks/${mine.body.id}`)).body).toEqual(mine.body);
-    expect(await t.call('POST', `/work/tasks/${mine.body.id}/cancel`).then((r) => r.status)).toBe(200);
+    expect((await w.t.call('GET', `/work/tasks/${mine.body.id}`)).body).toEqual(mine.body);
+    expect(await w.t.call('POST', `/work/tasks/${mine.body.id}/cancel`).then((r) => r.status)).toBe(200);
   });
 
   it('validates tool arguments against the schema pack', async () => {
@@ -155,44 +140,48 @@ describe.each(STORES)('mesh events, lists and tools on %s', (store) => {
     expect(other.body.code).toBe('agent_not_found');
     const agent = await enroll();
     await submit({ title: 'listed' });
-    const c = (await mcp('claim_mesh_task', { agent_id: agent.id, mission_id: missionId })).body
+    const c = (await mcp('claim_mesh_task', { agent_id: agent.id, mission_id: w.missionId })).body
       .result as Claim;
     await mcp('complete_mesh_task', { task_id: c.task.id, lease_id: c.lease_id });
-    const listed = await mcp('list_mesh_tasks', { mission_id: missionId, state: 'completed' });
+    const listed = await mcp('list_mesh_tasks', { mission_id: w.missionId, state: 'completed' });
     expect((listed.body.result as { items: Task[] }).items.map((x) => x.id)).toEqual([c.task.id]);
   });
 
   it("creates and reads records through the record tools, with the caller's own scopes", async () => {
-    const mission = await mcp('create_mission', { domain_id: domainId, name: 'via mcp' });
+    const mission = await mcp('create_mission', { domain_id: w.domainId, name: 'via mcp' });
     expect(mission.status).toBe(200);
     const m = mission.body.result as { id: string; domain_id: string; name: string };
-    expect(m).toMatchObject({ domain_id: domainId, name: 'via mcp' });
+    expect(m).toMatchObject({ domain_id: w.domainId, name: 'via mcp' });
     const doc = await mcp('create_document', {
-      domain_id: domainId,
+      domain_id: w.domainId,
       mission_id: m.id,
       title: 'notes',
       content: 'hello',
     });
     const d = doc.body.result as { id: string; content: string };
     expect(d.content).toBe('hello');
-    const art = await mcp('create_artifact', { domain_id: domainId, mission_id: m.id, name: 'out.tar' });
+    const art = await mcp('create_artifact', { domain_id: w.domainId, mission_id: m.id, name: 'out.tar' });
     const a = art.body.result as { id: string };
     expect(
-      (await mcp('get_document', { domain_id: domainId, mission_id: m.id, document_id: d.id })).body.result,
+      (await mcp('get_document', { domain_id: w.domainId, mission_id: m.id, document_id: d.id })).body.result,
     ).toMatchObject({ id: d.id, title: 'notes' });
     expect(
-      (await mcp('get_artifact', { domain_id: domainId, mission_id: m.id, artifact_id: a.id })).body.result,
+      (await mcp('get_artifact', { domain_id: w.domainId, mission_id: m.id, artifact_id: a.id })).body.result,
     ).toMatchObject({ id: a.id, name: 'out.tar' });
-    expect((await mcp('get_mission', { domain_id: domainId, mission_id: m.id })).body.result).toMatchObject({
-      id: m.id,
+    expect((await mcp('get_mission', { domain_id: w.domainId, mission_id: m.id })).body.result).toMatchObject(
+      {
+        id: m.id,
+      },
+    );
+    expect((await mcp('get_domain', { domain_id: w.domainId })).body.result).toMatchObject({
+      id: w.domainId,
     });
-    expect((await mcp('get_domain', { domain_id: domainId })).body.result).toMatchObject({ id: domainId });
     // A node's credential stops at work:write: creating a domain needs admin.
     expect((await mcp('create_domain', { name: 'nope' })).status).toBe(403);
-    const byAdmin = await mcp('create_domain', { name: 'by admin' }, t.adminToken);
+    const byAdmin = await mcp('create_domain', { name: 'by admin' }, w.t.adminToken);
     expect(byAdmin.body.result).toMatchObject({ name: 'by admin' });
-    expect((await mcp('create_document', { domain_id: domainId, mission_id: m.id, title: 'x' })).status).toBe(
-      400,
-    );
+    expect(
+      (await mcp('create_document', { domain_id: w.domainId, mission_id: m.id, title: 'x' })).status,
+    ).toBe(400);
   });
 });

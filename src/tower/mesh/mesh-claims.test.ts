@@ -1,48 +1,28 @@
 // Claiming and completing mesh tasks on both stores: order, leases, assignment and
 // capabilities, concurrent claimers, batches of claims and completions.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loggedEvents } from '../../../test/support/events.js';
-import {
-  type Claim,
-  type MeshWorld,
-  meshCalls,
-  startMeshWorld,
-  type Task,
-} from '../../../test/support/mesh-tower.js';
-import { STORES, type TestTower } from '../../../test/support/tower.js';
-import { FakeClock } from '../../lib/clock.js';
+import { type Claim, type Task, useMeshWorld } from '../../../test/support/mesh-tower.js';
+import { STORES } from '../../../test/support/tower.js';
 
 describe.each(STORES)('mesh claims on %s', (store) => {
-  const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
-  let world: MeshWorld;
-  let t: TestTower;
-  let node: MeshWorld['node'];
-  let domainId: string;
-  let missionId: string;
-
-  beforeAll(async () => {
-    world = await startMeshWorld(store, clock);
-    ({ t, node, domainId, missionId } = world);
-  });
-  afterAll(async () => {
-    await world?.t.close();
-  });
-  const { enroll, submit, mcp, claim, drain } = meshCalls(() => world);
+  const w = useMeshWorld(store);
+  const { enroll, submit, mcp, claim, drain } = w;
 
   it('enrols agents with a node credential only', async () => {
     const a = await enroll(['gpu']);
     expect(a).toMatchObject({
-      node_id: node.id,
-      domain_id: domainId,
+      node_id: w.node.id,
+      domain_id: w.domainId,
       runtime: 'beta_cli',
       capabilities: ['gpu'],
       status: 'idle',
     });
-    const byAdmin = await t.call('POST', '/agents', { domain_id: domainId, runtime: 'beta_cli' });
+    const byAdmin = await w.t.call('POST', '/agents', { domain_id: w.domainId, runtime: 'beta_cli' });
     expect(byAdmin.status).toBe(403);
-    expect((await t.call('GET', `/agents/${a.id}`)).body.id).toBe(a.id);
+    expect((await w.t.call('GET', `/agents/${a.id}`)).body.id).toBe(a.id);
     expect(
-      ((await t.call('GET', `/agents?node_id=${node.id}`)).body.items as unknown[]).length,
+      ((await w.t.call('GET', `/agents?node_id=${w.node.id}`)).body.items as unknown[]).length,
     ).toBeGreaterThan(0);
   });
 
@@ -56,7 +36,7 @@ describe.each(STORES)('mesh claims on %s', (store) => {
     expect(c1?.task.id).toBe(high.id);
     expect(c1?.lease_seconds).toBe(60);
     // The task a claim hands out is the task as stored (PostgreSQL builds it from fewer columns).
-    expect(c1?.task).toEqual((await t.call('GET', `/work/tasks/${high.id}`)).body);
+    expect(c1?.task).toEqual((await w.t.call('GET', `/work/tasks/${high.id}`)).body);
     expect((await claim(agent.id))?.task.id).toBe(low.id);
     const c3 = await claim(agent.id);
     expect(c3?.task.id).toBe(low2.id);
@@ -74,7 +54,7 @@ describe.each(STORES)('mesh claims on %s', (store) => {
       result: { ok: 1 },
     });
     expect(done.body.result).toMatchObject({ state: 'completed', result: { ok: 1 } });
-    expect((await t.call('POST', `/work/tasks/${high.id}/retry`)).status).toBe(409);
+    expect((await w.t.call('POST', `/work/tasks/${high.id}/retry`)).status).toBe(409);
 
     const failed = await mcp('fail_mesh_task', {
       task_id: low2.id,
@@ -82,13 +62,13 @@ describe.each(STORES)('mesh claims on %s', (store) => {
       reason: 'exit 2',
     });
     expect(failed.body.result).toMatchObject({ state: 'failed', failure_reason: 'exit 2' });
-    const retried = await t.call('POST', `/work/tasks/${low2.id}/retry`);
+    const retried = await w.t.call('POST', `/work/tasks/${low2.id}/retry`);
     expect(retried.body).toMatchObject({ state: 'pending', attempt: 2, failure_reason: null });
     const again = await claim(agent.id);
     expect(again?.task).toMatchObject({ id: low2.id, attempt: 2, state: 'claimed' });
-    expect(again?.task).toEqual((await t.call('GET', `/work/tasks/${low2.id}`)).body);
+    expect(again?.task).toEqual((await w.t.call('GET', `/work/tasks/${low2.id}`)).body);
 
-    const events = (await loggedEvents(t.tower.store.db)).filter((e) => e.mission_id === missionId);
+    const events = (await loggedEvents(w.t.tower.store.db)).filter((e) => e.mission_id === w.missionId);
     const forHigh = events.filter((e) => (JSON.parse(e.payload) as { id?: string }).id === high.id);
     expect(forHigh.map((e) => e.status)).toEqual(['pending', 'claimed', 'running', 'completed']);
     expect(events.some((e) => e.type === 'progress')).toBe(true);
@@ -105,9 +85,9 @@ describe.each(STORES)('mesh claims on %s', (store) => {
     const needsGpu = (await submit({ required_capabilities: ['gpu'] })).body as unknown as Task;
     // A creation answers with the task as stored, and an assigned task's event names its agent.
     for (const task of [assigned, needsGpu]) {
-      expect((await t.call('GET', `/work/tasks/${task.id}`)).body).toEqual(task);
+      expect((await w.t.call('GET', `/work/tasks/${task.id}`)).body).toEqual(task);
     }
-    const createdOf = (await loggedEvents(t.tower.store.db)).find((e) => {
+    const createdOf = (await loggedEvents(w.t.tower.store.db)).find((e) => {
       const p = JSON.parse(e.payload) as { id?: string; action?: string };
       return p.id === assigned.id && p.action === 'created';
     });
@@ -116,33 +96,36 @@ describe.each(STORES)('mesh claims on %s', (store) => {
     const claimed = [await claim(gpu.id), await claim(gpu.id)];
     expect(claimed.map((c) => c?.task.id).sort()).toEqual([assigned.id, needsGpu.id].sort());
     for (const c of claimed) {
-      expect(c?.task).toEqual((await t.call('GET', `/work/tasks/${c?.task.id}`)).body);
+      expect(c?.task).toEqual((await w.t.call('GET', `/work/tasks/${c?.task.id}`)).body);
     }
   });
 
   it('refuses a task assigned to an agent not enrolled in its domain with 404 naming the agent', async () => {
-    const otherDomain = ((await t.call('POST', '/domains', { name: 'elsewhere' })).body as { id: string }).id;
+    const otherDomain = ((await w.t.call('POST', '/domains', { name: 'elsewhere' })).body as { id: string })
+      .id;
     const stranger = await enroll([], otherDomain);
-    const before = (await t.call('GET', `/work/missions/${missionId}/tasks?limit=500`)).body.items as Task[];
+    const before = (await w.t.call('GET', `/work/missions/${w.missionId}/tasks?limit=500`)).body
+      .items as Task[];
     for (const agentId of ['ag_nosuchagent', stranger.id]) {
       const r = await submit({ claim_policy: 'assigned', assigned_agent_id: agentId });
       expect([r.status, r.body.code]).toEqual([404, 'agent_not_found']);
       expect(r.body.detail).toBe(
-        `agent ${agentId} is not enrolled in domain ${domainId} (the mission's): an assigned task needs an agent that can claim it (see: svc agent list --domain ${domainId})`,
+        `agent ${agentId} is not enrolled in domain ${w.domainId} (the mission's): an assigned task needs an agent that can claim it (see: svc agent list --domain ${w.domainId})`,
       );
     }
     // Nothing was written: no task, no event.
-    const after = (await t.call('GET', `/work/missions/${missionId}/tasks?limit=500`)).body.items as Task[];
+    const after = (await w.t.call('GET', `/work/missions/${w.missionId}/tasks?limit=500`)).body
+      .items as Task[];
     expect(after.map((x) => x.id)).toEqual(before.map((x) => x.id));
-    const refused = (await loggedEvents(t.tower.store.db)).filter(
+    const refused = (await loggedEvents(w.t.tower.store.db)).filter(
       (e) => ['ag_nosuchagent', stranger.id].includes(e.agent_id ?? '') && e.payload.includes('"created"'),
     );
     expect(refused).toEqual([]);
   });
 
   it('gives each task to exactly one of many concurrent claimers', async () => {
-    const d = ((await t.call('POST', '/domains', { name: 'race' })).body as { id: string }).id;
-    const m = ((await t.call('POST', `/domains/${d}/m`, { name: 'r' })).body as { id: string }).id;
+    const d = ((await w.t.call('POST', '/domains', { name: 'race' })).body as { id: string }).id;
+    const m = ((await w.t.call('POST', `/domains/${d}/m`, { name: 'r' })).body as { id: string }).id;
     const agents = await Promise.all(Array.from({ length: 12 }, () => enroll([], d)));
     for (let i = 0; i < 8; i++) await submit({ title: `r${i}` }, m);
     const claims = await Promise.all(
@@ -154,8 +137,8 @@ describe.each(STORES)('mesh claims on %s', (store) => {
   });
 
   it('claims several tasks at once, best first, each with its own lease; concurrent completes each settle once', async () => {
-    const d = ((await t.call('POST', '/domains', { name: 'batch' })).body as { id: string }).id;
-    const m = ((await t.call('POST', `/domains/${d}/m`, { name: 'b' })).body as { id: string }).id;
+    const d = ((await w.t.call('POST', '/domains', { name: 'batch' })).body as { id: string }).id;
+    const m = ((await w.t.call('POST', `/domains/${d}/m`, { name: 'b' })).body as { id: string }).id;
     const agent = await enroll(['gpu'], d);
     const other = await enroll([], d);
     const ids: string[] = [];
@@ -200,17 +183,17 @@ describe.each(STORES)('mesh claims on %s', (store) => {
     expect(outcomes.filter((o) => o.status === 200).length).toBe(all.length);
     expect(outcomes.filter((o) => o.status === 409).map((o) => o.body.code)).toEqual(['stale_lease']);
     for (const c of all) {
-      const got = (await t.call('GET', `/work/tasks/${c.task.id}`)).body as unknown as Task & {
+      const got = (await w.t.call('GET', `/work/tasks/${c.task.id}`)).body as unknown as Task & {
         result: unknown;
       };
       expect(got).toMatchObject({ state: 'completed', result: { n: c.task.id } });
     }
     const unknown = await mcp('complete_mesh_task', { task_id: 'mt_nope', lease_id: 'lease_x' });
     expect(unknown.status).toBe(404);
-    expect(((await t.call('GET', `/work/tasks/${notMine}`)).body as unknown as Task).state).toBe('pending');
+    expect(((await w.t.call('GET', `/work/tasks/${notMine}`)).body as unknown as Task).state).toBe('pending');
 
     // Insertion order: the id on both stores (given at insert).
-    const events = (await loggedEvents(t.tower.store.db)).filter((e) => e.mission_id === m);
+    const events = (await loggedEvents(w.t.tower.store.db)).filter((e) => e.mission_id === m);
     for (const c of all) {
       const mine = events
         .map((e) => ({ ...e, p: JSON.parse(e.payload) as Record<string, unknown> }))
@@ -229,8 +212,8 @@ describe.each(STORES)('mesh claims on %s', (store) => {
   });
 
   it('completes several tasks in one call, each with its own outcome', async () => {
-    const d = ((await t.call('POST', '/domains', { name: 'cmany' })).body as { id: string }).id;
-    const m = ((await t.call('POST', `/domains/${d}/m`, { name: 'c' })).body as { id: string }).id;
+    const d = ((await w.t.call('POST', '/domains', { name: 'cmany' })).body as { id: string }).id;
+    const m = ((await w.t.call('POST', `/domains/${d}/m`, { name: 'c' })).body as { id: string }).id;
     const agent = await enroll([], d);
     for (let i = 0; i < 3; i++) await submit({ title: `c${i}` }, m);
     const claims = (
@@ -256,9 +239,11 @@ describe.each(STORES)('mesh claims on %s', (store) => {
     ]);
     // A completed item is an acknowledgement: the completion time, not the task.
     expect(Object.keys(items[0] ?? {}).sort()).toEqual(['ok', 'task_id', 'updated_at']);
-    const done = (await t.call('GET', `/work/tasks/${a.task.id}`)).body as unknown as Task;
+    const done = (await w.t.call('GET', `/work/tasks/${a.task.id}`)).body as unknown as Task;
     expect(done).toMatchObject({ state: 'completed', result: { i: 0 }, updated_at: items[0]?.updated_at });
-    expect(((await t.call('GET', `/work/tasks/${b.task.id}`)).body as unknown as Task).state).toBe('claimed');
+    expect(((await w.t.call('GET', `/work/tasks/${b.task.id}`)).body as unknown as Task).state).toBe(
+      'claimed',
+    );
     // The same task twice in one call: the first completes it, the second finds its lease gone.
     const twice = await mcp('complete_mesh_tasks', {
       items: [

@@ -1,24 +1,13 @@
 // Lease expiry and cancellation on both stores: the sweeper returns or fails expired tasks,
 // an expired lease is fenced before the sweep, a cancelled task is never claimed.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type MeshWorld, meshCalls, startMeshWorld, type Task } from '../../../test/support/mesh-tower.js';
+import { describe, expect, it } from 'vitest';
+import { type Task, useMeshWorld } from '../../../test/support/mesh-tower.js';
 import { waitFor } from '../../../test/support/poll.js';
-import { STORES, type TestTower } from '../../../test/support/tower.js';
-import { FakeClock } from '../../lib/clock.js';
+import { STORES } from '../../../test/support/tower.js';
 
 describe.each(STORES)('mesh lease expiry and cancellation on %s', (store) => {
-  const clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
-  let world: MeshWorld;
-  let t: TestTower;
-
-  beforeAll(async () => {
-    world = await startMeshWorld(store, clock);
-    t = world.t;
-  });
-  afterAll(async () => {
-    await world?.t.close();
-  });
-  const { enroll, submit, mcp, claim, drain } = meshCalls(() => world);
+  const w = useMeshWorld(store);
+  const { clock, enroll, submit, mcp, claim, drain } = w;
 
   it('returns expired leases to pending and fails a task past max_attempts', async () => {
     const agent = await enroll();
@@ -27,14 +16,14 @@ describe.each(STORES)('mesh lease expiry and cancellation on %s', (store) => {
     const first = await claim(agent.id);
     expect(first?.task.id).toBe(task.id);
     const stateOf = async () =>
-      ((await t.call('GET', `/work/tasks/${task.id}`)).body as unknown as Task).state;
+      ((await w.t.call('GET', `/work/tasks/${task.id}`)).body as unknown as Task).state;
     // The sweeper runs every second of the tower's clock: step it until the sweep happened.
     await clock.advance(10_000);
     await waitFor('the sweep', async () => {
       await clock.advance(1000);
       return (await stateOf()) === 'pending';
     });
-    expect(((await t.call('GET', `/work/tasks/${task.id}`)).body as unknown as Task).attempt).toBe(2);
+    expect(((await w.t.call('GET', `/work/tasks/${task.id}`)).body as unknown as Task).attempt).toBe(2);
     const late = await mcp('heartbeat_mesh_task', { task_id: task.id, lease_id: first?.lease_id });
     expect(late.status).toBe(409);
     const second = await claim(agent.id);
@@ -50,9 +39,9 @@ describe.each(STORES)('mesh lease expiry and cancellation on %s', (store) => {
       await clock.advance(1000);
       return (await stateOf()) === 'failed';
     });
-    expect(((await t.call('GET', `/work/tasks/${task.id}`)).body as unknown as Task).failure_reason).toMatch(
-      /lease expired on attempt 2 of 2/,
-    );
+    expect(
+      ((await w.t.call('GET', `/work/tasks/${task.id}`)).body as unknown as Task).failure_reason,
+    ).toMatch(/lease expired on attempt 2 of 2/);
   });
 
   it('fences a worker whose lease expired before the sweeper returned its task', async () => {
@@ -67,7 +56,7 @@ describe.each(STORES)('mesh lease expiry and cancellation on %s', (store) => {
     // touched the task, yet the lease is dead.
     await clock.advance(10_000);
     const stateOf = async () =>
-      ((await t.call('GET', `/work/tasks/${task.id}`)).body as unknown as Task).state;
+      ((await w.t.call('GET', `/work/tasks/${task.id}`)).body as unknown as Task).state;
     expect(await stateOf()).toBe('running');
     for (const [tool, extra] of [
       ['complete_mesh_task', { result: { late: true } }],
@@ -94,8 +83,8 @@ describe.each(STORES)('mesh lease expiry and cancellation on %s', (store) => {
     const agent = await enroll();
     await drain(agent.id);
     const task = (await submit({})).body as unknown as Task;
-    expect((await t.call('POST', `/work/tasks/${task.id}/cancel`)).body.state).toBe('cancelled');
-    expect((await t.call('POST', `/work/tasks/${task.id}/cancel`)).status).toBe(409);
+    expect((await w.t.call('POST', `/work/tasks/${task.id}/cancel`)).body.state).toBe('cancelled');
+    expect((await w.t.call('POST', `/work/tasks/${task.id}/cancel`)).status).toBe(409);
     expect(await claim(agent.id)).toBeNull();
   });
 });

@@ -3,27 +3,24 @@ import WebSocket from 'ws';
 import { waitFor } from '../../../test/support/poll.js';
 import { makeTempDir } from '../../../test/support/tmp.js';
 import { startTestTower, type TestTower } from '../../../test/support/tower.js';
-import { FakeClock } from '../../lib/clock.js';
 import { silentLogger } from '../../lib/log.js';
 import { createTower, type Tower } from '../tower.js';
 
 const SECRET = 'b'.repeat(64);
 
-describe('task_ready and task_cancelled across PostgreSQL replicas', () => {
+describe('task_ready, task_cancelled and approval_decided across PostgreSQL replicas', () => {
   let a: TestTower;
   let b: Tower;
+  let aWs: string;
   let bWs: string;
   const bDir = makeTempDir('svc-ready-');
   const sockets: WebSocket[] = [];
 
   beforeAll(async () => {
     a = await startTestTower('postgres');
-    b = await createTower({
-      database: a.databaseUrl,
-      dataDir: bDir.dir,
-      log: silentLogger(),
-      clock: new FakeClock(Date.parse('2026-11-23T10:00:00Z')),
-    });
+    // Both on the wall clock: a replica's presence counts while its renewal is recent.
+    b = await createTower({ database: a.databaseUrl, dataDir: bDir.dir, log: silentLogger() });
+    aWs = (await a.tower.listen('127.0.0.1', 0)).replace('http', 'ws');
     bWs = (await b.listen('127.0.0.1', 0)).replace('http', 'ws');
   });
   afterAll(async () => {
@@ -33,9 +30,9 @@ describe('task_ready and task_cancelled across PostgreSQL replicas', () => {
     bDir.remove();
   });
 
-  /** A node on replica b's control channel; returns the messages it receives. */
-  async function connectToB(jwt: string) {
-    const ws = new WebSocket(`${bWs}/nodes/connect`, { headers: { authorization: `Bearer ${jwt}` } });
+  /** A node on a replica's control channel (b by default); returns the messages it receives. */
+  async function connectNode(jwt: string, base = bWs) {
+    const ws = new WebSocket(`${base}/nodes/connect`, { headers: { authorization: `Bearer ${jwt}` } });
     sockets.push(ws);
     const got: Record<string, unknown>[] = [];
     ws.on('message', (d) => got.push(JSON.parse(String(d)) as Record<string, unknown>));
@@ -45,8 +42,21 @@ describe('task_ready and task_cancelled across PostgreSQL replicas', () => {
     });
     ws.send(JSON.stringify({ type: 'hello', version: 'test', attach_secret: SECRET }));
     await waitFor('welcome', () => got.find((m) => m.type === 'welcome'));
-    return got;
+    return Object.assign(got, { ws });
   }
+
+  /** Until both replicas read the node online (its presence, written by the replica holding it). */
+  const presentOnBoth = (nodeId: string) =>
+    waitFor(`node ${nodeId} online on both replicas`, async () => {
+      const onA = (await a.call('GET', `/nodes/${nodeId}`)).body.online;
+      const onB = (
+        await b.app.inject({ url: `/nodes/${nodeId}`, headers: { authorization: `Bearer ${a.adminToken}` } })
+      ).json() as { online?: boolean };
+      return onA === true && onB.online === true;
+    });
+
+  const readyFor = (msgs: Record<string, unknown>[], taskId: string) =>
+    msgs.filter((x) => x.type === 'task_ready' && x.task_id === taskId).length;
 
   it('wakes a node connected to another replica, only for tasks its agents could claim', async () => {
     const node = (await a.call('POST', '/nodes', { hostname: 'ready-b' })).body as {
@@ -61,8 +71,10 @@ describe('task_ready and task_cancelled across PostgreSQL replicas', () => {
     const m = ((await a.call('POST', `/domains/${d}/m`, { name: 'r' })).body as { id: string }).id;
     await a.call('POST', '/agents', { domain_id: d, runtime: 'beta_cli', capabilities: ['gpu'] }, node.jwt);
     await a.call('POST', '/agents', { domain_id: d, runtime: 'beta_cli' }, idle.jwt);
-    const got = await connectToB(node.jwt);
-    const gotIdle = await connectToB(idle.jwt);
+    const got = await connectNode(node.jwt);
+    const gotIdle = await connectNode(idle.jwt);
+    await presentOnBoth(node.id);
+    await presentOnBoth(idle.id);
 
     // Made on replica a, which holds no channel: the nodes on replica b hear of it.
     const gpu = (
@@ -110,8 +122,8 @@ describe('task_ready and task_cancelled across PostgreSQL replicas', () => {
     };
     const otherAgent = (await a.call('POST', '/agents', { domain_id: d, runtime: 'beta_cli' }, other.jwt))
       .body as { id: string };
-    const got = await connectToB(node.jwt);
-    const gotOther = await connectToB(other.jwt);
+    const got = await connectNode(node.jwt);
+    const gotOther = await connectNode(other.jwt);
     const claim = async (agentId: string, jwt: string) => {
       const r = await a.call(
         'POST',
@@ -162,5 +174,85 @@ describe('task_ready and task_cancelled across PostgreSQL replicas', () => {
       msgs.filter((x) => x.type === 'task_cancelled').map((x) => x.task_id);
     expect(cancelled(got).sort()).toEqual([claimedId, runningId].sort());
     expect(cancelled(gotOther)).toEqual([run.task.id]);
+  });
+
+  it('wakes two idle nodes per first_claim task, chosen once for the fleet, in turn, and not a busy one', async () => {
+    const d = ((await a.call('POST', '/domains', { name: 'rotate' })).body as { id: string }).id;
+    const m = ((await a.call('POST', `/domains/${d}/m`, { name: 'r' })).body as { id: string }).id;
+    const fleet: { id: string; jwt: string; agent: string; got: Awaited<ReturnType<typeof connectNode>> }[] =
+      [];
+    for (let i = 0; i < 4; i++) {
+      const n = (await a.call('POST', '/nodes', { hostname: `rotate-${i}` })).body as {
+        id: string;
+        jwt: string;
+      };
+      const agent = (await a.call('POST', '/agents', { domain_id: d, runtime: 'beta_cli' }, n.jwt)).body as {
+        id: string;
+      };
+      // Two nodes on each replica.
+      const got = await connectNode(n.jwt, i < 2 ? aWs : bWs);
+      fleet.push({ ...n, agent: agent.id, got });
+    }
+    for (const n of fleet) await presentOnBoth(n.id);
+    const heard = (taskId: string) => fleet.reduce((sum, n) => sum + readyFor(n.got, taskId), 0);
+    const submit = async (on: 'a' | 'b', title: string) => {
+      const id =
+        on === 'a'
+          ? ((await a.call('POST', `/work/missions/${m}/tasks`, { title })).body as { id: string }).id
+          : (
+              (
+                await b.app.inject({
+                  method: 'POST',
+                  url: `/work/missions/${m}/tasks`,
+                  headers: { authorization: `Bearer ${a.adminToken}`, 'content-type': 'application/json' },
+                  payload: JSON.stringify({ title }),
+                })
+              ).json() as { id: string }
+            ).id;
+      await waitFor(`task_ready of ${title} at two nodes`, () => heard(id) >= 2);
+      return id;
+    };
+
+    // Four tasks made on each replica: each heard by two nodes, never more; each node woken
+    // as often as the others (the rotation of each replica goes round all four).
+    const ids: string[] = [];
+    for (let k = 0; k < 4; k++) ids.push(await submit('a', `on a ${k}`));
+    for (let k = 0; k < 4; k++) ids.push(await submit('b', `on b ${k}`));
+    // A last task, then everything it could have caused has arrived (one socket, in order).
+    const marker = await submit('a', 'marker');
+    for (const id of ids) expect(heard(id)).toBe(2);
+    expect(heard(marker)).toBe(2);
+    expect(fleet.map((n) => ids.filter((id) => readyFor(n.got, id) > 0).length)).toEqual([4, 4, 4, 4]);
+
+    // A busy agent is passed over while idle ones remain.
+    const busy = fleet[0] as (typeof fleet)[number];
+    busy.got.ws.send(JSON.stringify({ type: 'agent_status', agent_id: busy.agent, status: 'busy' }));
+    await waitFor('the agent busy in the store', async () => {
+      const r = await a.call('GET', `/agents/${busy.agent}`);
+      return r.body.status === 'busy';
+    });
+    const later: string[] = [];
+    for (let k = 0; k < 3; k++) later.push(await submit('a', `while busy ${k}`));
+    for (const id of later) expect([readyFor(busy.got, id), heard(id)]).toEqual([0, 2]);
+  });
+
+  it('tells a node on another replica the decision on its approval', async () => {
+    const node = (await a.call('POST', '/nodes', { hostname: 'decided-b' })).body as {
+      id: string;
+      jwt: string;
+    };
+    const d = ((await a.call('POST', '/domains', { name: 'decided' })).body as { id: string }).id;
+    const got = await connectNode(node.jwt);
+    await presentOnBoth(node.id);
+    const asked = await a.call('POST', '/approvals', { domain_id: d, title: 'Run make' }, node.jwt);
+    expect(asked.status).toBe(201);
+    const id = asked.body.id as string;
+    // Decided on replica a, which does not hold the node's channel.
+    const reason = 'r'.repeat(2000);
+    expect((await a.call('POST', `/approvals/${id}/reject`, { reason })).status).toBe(200);
+    await waitFor('approval_decided on replica b', () => got.find((x) => x.type === 'approval_decided'));
+    expect(got.filter((x) => x.type === 'approval_decided')).toEqual([
+      { type: 'approval_decided', approval_id: id, status: 'rejected', reason },
+    ]);
   });
 });
