@@ -7,6 +7,7 @@ import { rm } from 'node:fs/promises';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/log.js';
+import type { DiffArtifactMetadata, KeptWorkResult } from '../../protocol/kept-work.js';
 import type { RuntimeKind } from '../../protocol/runtimes.js';
 import type { ProgressUpdate } from '../runtimes/progress.js';
 import type { RunResult, RuntimeRunner } from '../runtimes/runner.js';
@@ -158,19 +159,27 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
     }
     if (kept === null) return {};
     const k: KeptDiff = kept;
-    let artifact: Record<string, unknown> = {};
+    const fields: KeptWorkResult = { ...k.work };
+    const metadata: DiffArtifactMetadata = {
+      kind: 'diff',
+      task_id: task.id,
+      ...k.work,
+      truncated: k.truncated,
+      diff: k.diff,
+    };
     try {
       const a = await deps.api.artifact(task.domain_id, task.mission_id, {
         name: `diff of ${k.work.branch} (attempt ${task.attempt})`.slice(0, 200),
         content_type: 'text/x-diff',
         size_bytes: k.diff_bytes,
-        metadata: { kind: 'diff', task_id: task.id, ...k.work, truncated: k.truncated, diff: k.diff },
+        metadata,
       });
-      artifact = { diff_artifact_id: a.id, diff_truncated: k.truncated };
+      fields.diff_artifact_id = a.id;
+      fields.diff_truncated = k.truncated;
     } catch (e) {
       log.warn({ err: e }, 'cannot store the diff artifact');
     }
-    return { ...k.work, ...artifact };
+    return fields;
   }
   try {
     // Set in the report's callback (the `as`: no narrowing to null at the declaration).
