@@ -1,6 +1,7 @@
 // Enrolled agents and mesh tasks (docs/mesh.md, docs/api.md): the claimable
 // work queue and the MCP tool arguments that drive it.
 
+import { MissionAgentPolicy } from './agent-policy.js';
 import { Id, Timestamp } from './common.js';
 import { RuntimeKindSchema } from './runtimes.js';
 import { type Static, type TSchema, Type } from './type.js';
@@ -106,6 +107,20 @@ export interface Claimed {
   task: MeshTask;
   lease_id: string;
   lease_seconds: number;
+}
+
+/** What a run needs of its task's mission, read when the task starts (docs/mesh.md). */
+export const MissionRunSettings = Type.Object({
+  /** A local path svcd makes the run's git worktree from, or null. */
+  repository: Type.Union([Type.String(), Type.Null()]),
+  /** The mission's permission policy override (docs/agents.md), or null. */
+  agent_policy: Type.Union([MissionAgentPolicy, Type.Null()]),
+});
+export type MissionRunSettings = Static<typeof MissionRunSettings>;
+
+/** The answer of start_mesh_task: the running task and its mission's run settings. */
+export interface StartedTask extends MeshTask {
+  mission: MissionRunSettings;
 }
 
 const obj = <P extends Record<string, TSchema>>(p: P) => Type.Object(p, { additionalProperties: false });

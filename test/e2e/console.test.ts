@@ -93,7 +93,8 @@ describe.skipIf(!haveChromium)('web console (chromium)', () => {
     expect(await page.getByText('No events yet').count()).toBe(0);
     // Names, not ids: the domain by name, its id on hover; times as "… ago", full on hover.
     const domainRef = rows.first().locator('[data-ref="domain"] [title]');
-    expect(await domainRef.textContent()).toBe('history');
+    // The names arrive with the directory (loaded at sign-in, again for an unknown id): poll.
+    await expect.poll(() => domainRef.textContent()).toBe('history');
     expect(await domainRef.getAttribute('title')).toBe(`domain ${d.id}`);
     expect(await page.getByTestId('feed').textContent()).not.toContain(String(d.id));
     expect(await rows.first().locator('time').textContent()).toMatch(/just now|s ago/);

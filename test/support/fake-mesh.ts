@@ -27,6 +27,7 @@ export interface FakeTask {
 export class FakeMesh implements MeshWorkApi {
   readonly tasks = new Map<string, FakeTask>();
   readonly claims: { agent_id: string; task_id: string | null }[] = [];
+  /** Each mission's settings, sent with every start (as the tower does). */
   repositories = new Map<string, string>();
   policies = new Map<string, MissionAgentPolicy>();
   artifacts: ({ id: string; domain_id: string; mission_id: string } & ArtifactCreate)[] = [];
@@ -106,8 +107,14 @@ export class FakeMesh implements MeshWorkApi {
     return t;
   }
 
-  async start(taskId: string, leaseId: string) {
-    this.fenced(taskId, leaseId, ['claimed']).state = 'running';
+  async start(taskId: string, leaseId: string): Promise<MissionSettings> {
+    const t = this.fenced(taskId, leaseId, ['claimed']);
+    t.state = 'running';
+    const missionId = t.task.mission_id;
+    return {
+      repository: this.repositories.get(missionId) ?? null,
+      agent_policy: this.policies.get(missionId) ?? null,
+    };
   }
   async heartbeat(taskId: string, leaseId: string) {
     this.fenced(taskId, leaseId, ['claimed', 'running']).heartbeats++;
@@ -124,12 +131,6 @@ export class FakeMesh implements MeshWorkApi {
     const t = this.fenced(taskId, leaseId, ['claimed', 'running']);
     t.state = 'failed';
     t.failure_reason = reason;
-  }
-  async mission(_domainId: string, missionId: string): Promise<MissionSettings> {
-    return {
-      repository: this.repositories.get(missionId) ?? null,
-      agent_policy: this.policies.get(missionId) ?? null,
-    };
   }
   async artifact(domainId: string, missionId: string, a: ArtifactCreate): Promise<{ id: string }> {
     const id = `art_${this.artifacts.length + 1}`;

@@ -2,7 +2,8 @@
 // A test ACP agent for governed runs (test/e2e/governed-runs.test.ts): each prompt asks
 // permission to edit notes.txt and to execute a command (whose input carries a token the
 // approval must not show), does what it was allowed to, and ends its turn saying what
-// happened: "edit: allowed|refused; execute: allowed|refused".
+// happened: "edit: allowed|refused; execute: allowed|refused". A prompt that says "big notes"
+// writes notes longer than the diff artifact's cap (test/e2e/console-governed.test.ts).
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -47,7 +48,12 @@ const app = acp
       rawInput: { path: 'notes.txt', content: 'governed\n' },
       locations: [{ path: join(cwd, 'notes.txt') }],
     });
-    if (edit === 'allowed') writeFileSync(join(cwd, 'notes.txt'), 'governed\n');
+    const prompt = params.prompt.map((b) => (b.type === 'text' ? b.text : '')).join('');
+    // 4 000 lines of 80 bytes: a diff of over 320 KB, past svcd's 256 KiB cap.
+    const notes = prompt.includes('big notes')
+      ? `governed\n${`${'n'.repeat(79)}\n`.repeat(4000)}`
+      : 'governed\n';
+    if (edit === 'allowed') writeFileSync(join(cwd, 'notes.txt'), notes);
     const command = 'echo built > built.txt';
     const execute = await ask({
       toolCallId: 'exec-1',

@@ -71,3 +71,13 @@ export function Time(props: { iso: string | null | undefined; now: number }) {
     </time>
   );
 }
+
+/** A titled section of a page (the task page's sections). */
+export function Card(props: { title: string; testid?: string; children: ComponentChildren }) {
+  return (
+    <div class="card section" data-testid={props.testid}>
+      <h3>{props.title}</h3>
+      {props.children}
+    </div>
+  );
+}

@@ -2,17 +2,11 @@
 // commits what the agent left uncommitted on the task's branch, and measures the branch
 // against its base (where it forked from the repository's HEAD): commits, diffstat and the
 // diff (capped) for the mission artifact. The branch is never deleted while it has commits.
+import type { KeptWork } from '../../protocol/kept-work.js';
 import { exec } from '../process/exec.js';
 import { git, type TaskWorkdir } from './workdir.js';
 
-export interface KeptWork {
-  branch: string;
-  base_commit: string;
-  head_commit: string;
-  files_changed: number;
-  insertions: number;
-  deletions: number;
-}
+export type { KeptWork } from '../../protocol/kept-work.js';
 
 export interface KeptDiff {
   work: KeptWork;

@@ -1,7 +1,7 @@
 // What the task worker needs from the tower's mesh tasks (docs/mesh.md), as a small
 // interface: the claim loop and the subagent executor take it, tests pass an in-memory
 // fake, and tower-mesh.ts implements it over the node's tower client.
-import type { MissionAgentPolicy } from '../../protocol/agent-policy.js';
+import type { MissionRunSettings } from '../../protocol/mesh.js';
 import type { ArtifactCreate } from '../../protocol/records.js';
 
 /** The fields of a mesh task the worker reads (the tower's MeshTask has these and more). */
@@ -36,23 +36,19 @@ export interface ProgressReport {
 export interface MeshWorkApi {
   /** One claim for this enrolled agent (capabilities, assigned, broadcast are the tower's). */
   claim(agentId: string): Promise<Lease | null>;
-  /** claimed → running. */
-  start(taskId: string, leaseId: string): Promise<void>;
+  /** claimed → running; resolves with what the run needs of the task's mission. */
+  start(taskId: string, leaseId: string): Promise<MissionSettings>;
   heartbeat(taskId: string, leaseId: string): Promise<void>;
   progress(taskId: string, leaseId: string, p: ProgressReport): Promise<void>;
   complete(taskId: string, leaseId: string, result: Record<string, unknown>): Promise<void>;
   fail(taskId: string, leaseId: string, reason: string): Promise<void>;
-  /** What a run needs of its mission: the repository and the permission policy override. */
-  mission(domainId: string, missionId: string): Promise<MissionSettings>;
   /** Stores a mission artifact (a run's diff); resolves with its id. */
   artifact(domainId: string, missionId: string, a: ArtifactCreate): Promise<{ id: string }>;
 }
 
-export interface MissionSettings {
-  /** A local path for a git worktree, or null. */
-  repository: string | null;
-  agent_policy: MissionAgentPolicy | null;
-}
+/** What a run needs of its mission: the repository (a local path for a git worktree, or
+ *  null) and the permission policy override. The tower sends it in the start answer. */
+export type MissionSettings = MissionRunSettings;
 
 /** True when an error means the lease is gone (the task is no longer ours to report on). */
 export function isLeaseLost(e: unknown): boolean {

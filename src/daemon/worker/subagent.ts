@@ -7,13 +7,20 @@ import { rm } from 'node:fs/promises';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/log.js';
+import type { DiffArtifactMetadata, KeptWorkResult } from '../../protocol/kept-work.js';
 import type { RuntimeKind } from '../../protocol/runtimes.js';
 import type { ProgressUpdate } from '../runtimes/progress.js';
 import type { RunResult, RuntimeRunner } from '../runtimes/runner.js';
 import type { ApprovalsApi, ApprovalWaits } from './approval-waits.js';
 import type { CleanupPolicy } from './config-section.js';
 import { dropEmptyBranch, type KeptDiff, keepWork } from './kept-work.js';
-import { isLeaseLost, type Lease, type MeshWorkApi, type ProgressReport } from './mesh-api.js';
+import {
+  isLeaseLost,
+  type Lease,
+  type MeshWorkApi,
+  type MissionSettings,
+  type ProgressReport,
+} from './mesh-api.js';
 import { type GovernedPermission, governedPermission } from './permission.js';
 import { effectivePolicy } from './policy.js';
 import type { AgentPolicyConfig } from './policy-section.js';
@@ -152,23 +159,37 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
     }
     if (kept === null) return {};
     const k: KeptDiff = kept;
-    let artifact: Record<string, unknown> = {};
+    const fields: KeptWorkResult = { ...k.work };
+    const metadata: DiffArtifactMetadata = {
+      kind: 'diff',
+      task_id: task.id,
+      ...k.work,
+      truncated: k.truncated,
+      diff: k.diff,
+    };
     try {
       const a = await deps.api.artifact(task.domain_id, task.mission_id, {
         name: `diff of ${k.work.branch} (attempt ${task.attempt})`.slice(0, 200),
         content_type: 'text/x-diff',
         size_bytes: k.diff_bytes,
-        metadata: { kind: 'diff', task_id: task.id, ...k.work, truncated: k.truncated, diff: k.diff },
+        metadata,
       });
-      artifact = { diff_artifact_id: a.id, diff_truncated: k.truncated };
+      fields.diff_artifact_id = a.id;
+      fields.diff_truncated = k.truncated;
     } catch (e) {
       log.warn({ err: e }, 'cannot store the diff artifact');
     }
-    return { ...k.work, ...artifact };
+    return fields;
   }
   try {
-    if (!(await report('start', () => deps.api.start(task.id, leaseId)))) return abandoned(null);
+    // Set in the report's callback (the `as`: no narrowing to null at the declaration).
+    let mission = null as MissionSettings | null;
+    const started = await report('start', async () => {
+      mission = await deps.api.start(task.id, leaseId);
+    });
+    if (!started || mission === null) return abandoned(null);
     if (stopped.signal.aborted) return abandoned(null);
+    const settings: MissionSettings = mission;
 
     const every = Math.max(1000, Math.floor((job.lease.lease_seconds * 1000) / 3));
     const beat = () => {
@@ -191,10 +212,8 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
     };
     beat();
 
-    let mission: Awaited<ReturnType<MeshWorkApi['mission']>>;
     try {
-      mission = await deps.api.mission(task.domain_id, task.mission_id);
-      workdir = await prepareWorkdir(deps.workRoot, task.id, mission.repository, deps.env, {
+      workdir = await prepareWorkdir(deps.workRoot, task.id, settings.repository, deps.env, {
         retryFrom: deps.retryFrom ?? 'branch',
         attempt: task.attempt,
       });
@@ -223,7 +242,7 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
             task,
             agentId: job.agentId,
             workdir: workdir.dir,
-            policy: effectivePolicy(g.policy, mission.agent_policy),
+            policy: effectivePolicy(g.policy, settings.agent_policy),
             approvalTimeoutMs: g.policy.approvalTimeoutMs,
           },
         )

@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../../lib/clock.js';
 import { SvcError } from '../../protocol/errors.js';
 import type { TowerApi } from '../tower-client/api.js';
 import { isLeaseLost } from './mesh-api.js';
-import { createTowerMesh, MISSION_TTL_MS } from './tower-mesh.js';
+import { createTowerMesh } from './tower-mesh.js';
 
 function recordingTower(answer: (method: string, path: string, body: unknown) => unknown) {
   const calls: { method: string; path: string; body: unknown }[] = [];
@@ -19,10 +18,13 @@ function recordingTower(answer: (method: string, path: string, body: unknown) =>
 
 describe('tower mesh adapter', () => {
   it('calls the MCP tools with the lease, clipping long progress and failure text', async () => {
-    const { tower, calls } = recordingTower(() => ({ result: null }));
+    const mission = { repository: null, agent_policy: null };
+    const { tower, calls } = recordingTower((_m, _p, body) => ({
+      result: (body as { tool: string }).tool === 'start_mesh_task' ? { id: 'mt_1', mission } : null,
+    }));
     const mesh = createTowerMesh(tower);
     expect(await mesh.claim('ag_1')).toBeNull();
-    await mesh.start('mt_1', 'ls_1');
+    expect(await mesh.start('mt_1', 'ls_1')).toEqual(mission);
     await mesh.progress('mt_1', 'ls_1', { message: 'x'.repeat(20_000), data: { kind: 'message' } });
     await mesh.fail('mt_1', 'ls_1', 'y'.repeat(20_000));
     expect(calls.map((c) => (c.body as { tool: string }).tool)).toEqual([
@@ -38,28 +40,20 @@ describe('tower mesh adapter', () => {
     expect((calls[3]!.body as { args: { reason: string } }).args.reason.length).toBe(10_000);
   });
 
-  it('keeps a mission for MISSION_TTL_MS, and looks again after a failed lookup', async () => {
-    let fail = true;
+  it("takes the mission's repository and policy from the start answer, asking nothing else", async () => {
     const policy = { rules: [{ kind: ['fetch'], action: 'deny' }] };
-    const { tower, calls } = recordingTower(() => {
-      if (fail) throw new SvcError('tower_unreachable', 'down');
-      return { id: 'mis_1', repository: '/srv/repo', agent_policy: policy };
-    });
-    const clock = new FakeClock(0);
-    const mesh = createTowerMesh(tower, clock);
-    await expect(mesh.mission('dom_1', 'mis_1')).rejects.toMatchObject({ code: 'tower_unreachable' });
-    fail = false;
-    const want = { repository: '/srv/repo', agent_policy: policy };
-    expect(await mesh.mission('dom_1', 'mis_1')).toEqual(want);
-    await clock.advance(MISSION_TTL_MS - 1);
-    expect(await mesh.mission('dom_1', 'mis_1')).toEqual(want);
-    await clock.advance(1);
-    expect(await mesh.mission('dom_1', 'mis_1')).toEqual(want);
-    expect(calls.map((c) => `${c.method} ${c.path}`)).toEqual([
-      'GET /domains/dom_1/m/mis_1',
-      'GET /domains/dom_1/m/mis_1',
-      'GET /domains/dom_1/m/mis_1',
+    const mission = { repository: '/srv/repo', agent_policy: policy };
+    const { tower, calls } = recordingTower(() => ({ result: { id: 'mt_1', state: 'running', mission } }));
+    const mesh = createTowerMesh(tower);
+    expect(await mesh.start('mt_1', 'ls_1')).toEqual(mission);
+    expect(calls.map((c) => `${c.method} ${c.path} ${(c.body as { tool: string }).tool}`)).toEqual([
+      'POST /mcp/call start_mesh_task',
     ]);
+  });
+
+  it('does not run a task when the tower sends no mission settings (an older tower)', async () => {
+    const { tower } = recordingTower(() => ({ result: { id: 'mt_1', state: 'running' } }));
+    await expect(createTowerMesh(tower).start('mt_1', 'ls_1')).rejects.toMatchObject({ code: 'unavailable' });
   });
 
   it('tells a lost lease from a transient error', () => {

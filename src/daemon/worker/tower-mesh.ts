@@ -1,28 +1,32 @@
-// MeshWorkApi over the tower: the MCP tools of docs/mesh.md (POST /mcp/call with the node JWT),
-// the mission record for its repository and permission policy (kept MISSION_TTL_MS: a claim
-// storm must not turn into a GET per task, and a changed policy applies within that time),
-// and mission artifacts.
-import { type Clock, systemClock } from '../../lib/clock.js';
-import type { MissionAgentPolicy } from '../../protocol/agent-policy.js';
-import type { Claimed } from '../../protocol/mesh.js';
+// MeshWorkApi over the tower: the MCP tools of docs/mesh.md (POST /mcp/call with the node JWT)
+// and mission artifacts. The mission's repository and permission policy come with the start
+// answer (start_mesh_task), so a run uses the policy as it is when the run starts.
+import { SvcError } from '../../protocol/errors.js';
+import type { Claimed, StartedTask } from '../../protocol/mesh.js';
 import type { TowerApi } from '../tower-client/api.js';
-import type { Lease, MeshWorkApi, MissionSettings } from './mesh-api.js';
-
-export const MISSION_TTL_MS = 30_000;
+import type { Lease, MeshWorkApi } from './mesh-api.js';
 
 /** report_progress and fail_mesh_task take at most this much text. */
 const MAX_TEXT = 10_000;
 
-export function createTowerMesh(tower: TowerApi, clock: Clock = systemClock): MeshWorkApi {
+export function createTowerMesh(tower: TowerApi): MeshWorkApi {
   const mcp = <T>(tool: string, args: Record<string, unknown>) =>
     tower.request<{ result: T }>('POST', '/mcp/call', { tool, args }).then((r) => r.result);
-  const missions = new Map<string, { at: number; settings: Promise<MissionSettings> }>();
   return {
     async claim(agentId): Promise<Lease | null> {
       return (await mcp<Claimed | null>('claim_mesh_task', { agent_id: agentId })) ?? null;
     },
     async start(taskId, leaseId) {
-      await mcp('start_mesh_task', { task_id: taskId, lease_id: leaseId });
+      const t = await mcp<StartedTask>('start_mesh_task', { task_id: taskId, lease_id: leaseId });
+      // A tower older than svcd answers the task alone: running without the mission's policy
+      // would quietly drop its rules, so the run does not go ahead (tower and svcd ship together).
+      if (!t?.mission) {
+        throw new SvcError(
+          'unavailable',
+          'the tower sent no mission settings with the start: upgrade the tower',
+        );
+      }
+      return t.mission;
     },
     async heartbeat(taskId, leaseId) {
       await mcp('heartbeat_mesh_task', { task_id: taskId, lease_id: leaseId });
@@ -41,20 +45,6 @@ export function createTowerMesh(tower: TowerApi, clock: Clock = systemClock): Me
     async fail(taskId, leaseId, reason) {
       const r = reason.length > MAX_TEXT ? `${reason.slice(0, MAX_TEXT - 1)}…` : reason;
       await mcp('fail_mesh_task', { task_id: taskId, lease_id: leaseId, reason: r || 'failed' });
-    },
-    mission(domainId, missionId) {
-      const cached = missions.get(missionId);
-      if (cached && clock.now() - cached.at < MISSION_TTL_MS) return cached.settings;
-      const settings = tower
-        .request<{ repository?: string | null; agent_policy?: MissionAgentPolicy | null }>(
-          'GET',
-          `/domains/${encodeURIComponent(domainId)}/m/${encodeURIComponent(missionId)}`,
-        )
-        .then((m) => ({ repository: m.repository ?? null, agent_policy: m.agent_policy ?? null }));
-      // A failed lookup is not kept: the next task asks again.
-      settings.catch(() => missions.delete(missionId));
-      missions.set(missionId, { at: clock.now(), settings });
-      return settings;
     },
     artifact(domainId, missionId, a) {
       return tower.request<{ id: string }>(

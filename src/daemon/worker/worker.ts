@@ -87,7 +87,7 @@ export interface WorkerDeps {
 export function createWorker(ctx: WorkerContext, runner: () => RuntimeRunner, deps: WorkerDeps): Worker {
   const log = ctx.log.child({ component: 'worker' });
   const store = createWorkerStore(ctx.state);
-  const tower = deps.api ?? createTowerMesh(ctx.tower, ctx.clock);
+  const tower = deps.api ?? createTowerMesh(ctx.tower);
   const approvals = deps.approvals ?? createTowerApprovals(ctx.tower);
   const waits = new ApprovalWaits({
     api: approvals,
@@ -119,7 +119,6 @@ export function createWorker(ctx: WorkerContext, runner: () => RuntimeRunner, de
     },
     complete: (taskId, leaseId, result) => tower.complete(taskId, leaseId, result),
     fail: (taskId, leaseId, reason) => tower.fail(taskId, leaseId, reason),
-    mission: (domainId, missionId) => tower.mission(domainId, missionId),
     artifact: (domainId, missionId, a) => tower.artifact(domainId, missionId, a),
   });
 

@@ -1,5 +1,6 @@
 // The mesh area's events, lists and tools on both stores: one event payload on every path,
-// paged lists, missions a caller cannot see, tool arguments and the record tools.
+// paged lists, missions a caller cannot see, the start's mission settings, tool arguments and
+// the record tools.
 import { describe, expect, it } from 'vitest';
 import { loggedEvents } from '../../../test/support/events.js';
 import { type Claim, type Task, useMeshWorld } from '../../../test/support/mesh-tower.js';
@@ -129,6 +130,31 @@ describe.each(STORES)('mesh events, lists and tools on %s', (store) => {
     });
     expect((await w.t.call('GET', `/work/tasks/${mine.body.id}`)).body).toEqual(mine.body);
     expect(await w.t.call('POST', `/work/tasks/${mine.body.id}/cancel`).then((r) => r.status)).toBe(200);
+  });
+
+  it("answers a start with the mission's repository and policy as they are at that start", async () => {
+    const d = ((await w.t.call('POST', '/domains', { name: 'settings' })).body as { id: string }).id;
+    const m = ((await w.t.call('POST', `/domains/${d}/m`, { name: 's' })).body as { id: string }).id;
+    const agent = await enroll([], d);
+    const startNext = async () => {
+      await submit({ title: 'run' }, m);
+      const c = (await mcp('claim_mesh_task', { agent_id: agent.id, mission_id: m })).body.result as Claim;
+      const started = (await mcp('start_mesh_task', { task_id: c.task.id, lease_id: c.lease_id })).body
+        .result as Task & { mission: unknown };
+      expect(started).toMatchObject({ id: c.task.id, state: 'running' });
+      // Starting again (a retried start) answers the same.
+      const again = await mcp('start_mesh_task', { task_id: c.task.id, lease_id: c.lease_id });
+      expect((again.body.result as { mission: unknown }).mission).toEqual(started.mission);
+      await mcp('complete_mesh_task', { task_id: c.task.id, lease_id: c.lease_id });
+      return started.mission;
+    };
+    expect(await startNext()).toEqual({ repository: null, agent_policy: null });
+    const policy = { preset: 'allow_all', rules: [{ kind: ['fetch'], action: 'deny' }] };
+    await w.t.call('PATCH', `/domains/${d}/m/${m}`, { repository: '/srv/repo', agent_policy: policy });
+    expect(await startNext()).toEqual({ repository: '/srv/repo', agent_policy: policy });
+    const tighter = { rules: [{ kind: ['execute'], action: 'ask' }] };
+    await w.t.call('PATCH', `/domains/${d}/m/${m}`, { agent_policy: tighter });
+    expect(await startNext()).toEqual({ repository: '/srv/repo', agent_policy: tighter });
   });
 
   it('validates tool arguments against the schema pack', async () => {

@@ -3,7 +3,7 @@
 // chosen for the dialect, and delegates; each operation lives in its own module.
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
-import type { Claimed, MeshState, MeshTask, MeshTaskCreate } from '../../protocol/mesh.js';
+import type { Claimed, MeshState, MeshTask, MeshTaskCreate, StartedTask } from '../../protocol/mesh.js';
 import type { Principal } from '../auth/principal.js';
 import type { Write } from '../store/tx.js';
 import type { Db, Dialect } from '../store/types.js';
@@ -96,7 +96,8 @@ export class MeshService {
     return claims;
   }
 
-  start(p: Principal, taskId: string, leaseId: string): Promise<MeshTask> {
+  /** claimed → running; with the mission's run settings (repository, permission policy). */
+  start(p: Principal, taskId: string, leaseId: string): Promise<StartedTask> {
     return startTask(this.deps, p, taskId, leaseId);
   }
 

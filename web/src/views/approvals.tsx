@@ -1,8 +1,10 @@
-// Approvals: pending ones with approve/reject and a reason; decided ones read-only.
+// Approvals: pending ones with approve/reject and a reason; decided ones read-only. An approval
+// a task's agent asked shows the tool call and links to the task's page.
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import type { Approval } from '../../../src/protocol/approvals.js';
-import { ApiError, api, listAll } from '../api.js';
-import { Ref, Time } from '../ui.js';
+import { errorText, listAll } from '../api.js';
+import { Ref, shortId, Time } from '../ui.js';
+import { DecideForm, type Decision, decideApproval, ToolCall } from './approval-parts.js';
 
 export function ApprovalsView() {
   const [items, setItems] = useState<Approval[] | null>(null);
@@ -13,20 +15,20 @@ export function ApprovalsView() {
       setItems(await listAll<Approval>('/approvals?limit=200'));
       setError(null);
     } catch (e) {
-      setError(e instanceof ApiError ? e.detail : String(e));
+      setError(errorText(e));
     }
   }, []);
   useEffect(() => {
     void load();
   }, [load]);
-  const decide = async (a: Approval, decision: 'approve' | 'reject', reason: string) => {
+  const decide = async (a: Approval, decision: Decision, reason: string) => {
     setNotice(null);
     try {
-      await api('POST', `/approvals/${encodeURIComponent(a.id)}/${decision}`, reason ? { reason } : {});
+      await decideApproval(a, decision, reason);
       setNotice(`${decision === 'approve' ? 'Approved' : 'Rejected'} “${a.title}”.`);
       setError(null);
     } catch (e) {
-      setError(e instanceof ApiError ? e.detail : String(e));
+      setError(errorText(e));
     }
     await load();
   };
@@ -51,7 +53,32 @@ export function ApprovalsView() {
       {pending.length === 0 && <p class="muted">Nothing waiting.</p>}
       <ul class="cards" data-testid="pending">
         {pending.map((a) => (
-          <PendingCard key={a.id} a={a} decide={decide} />
+          <li key={a.id} class="card">
+            {a.tool_call ? (
+              <ToolCall a={a} />
+            ) : (
+              <>
+                <h4>{a.title}</h4>
+                {a.detail && <p>{a.detail}</p>}
+              </>
+            )}
+            <p class="muted">
+              <Ref kind="domain" id={a.domain_id} />
+              {a.agent_id && (
+                <>
+                  {' · asked by '}
+                  <Ref kind="agent" id={a.agent_id} />
+                </>
+              )}
+              {a.task_id && (
+                <>
+                  {' · '}
+                  <TaskLink id={a.task_id} />
+                </>
+              )}
+            </p>
+            <DecideForm a={a} decide={(d, reason) => decide(a, d, reason)} />
+          </li>
         ))}
       </ul>
       <h3>Decided</h3>
@@ -60,8 +87,10 @@ export function ApprovalsView() {
           {decided.map((a) => (
             <tr key={a.id}>
               <td>{a.title}</td>
+              <td>{a.task_id ? <TaskLink id={a.task_id} /> : ''}</td>
               <td class={a.status === 'approved' ? 'ok' : 'error'}>{a.status}</td>
               <td>{a.reason ?? ''}</td>
+              <td class="muted">{a.decided_by ?? ''}</td>
               <td class="muted">{a.decided_at ? <Time iso={a.decided_at} now={now} /> : ''}</td>
             </tr>
           ))}
@@ -71,43 +100,10 @@ export function ApprovalsView() {
   );
 }
 
-function PendingCard(props: {
-  a: Approval;
-  decide: (a: Approval, d: 'approve' | 'reject', reason: string) => Promise<void>;
-}) {
-  const { a } = props;
-  const [reason, setReason] = useState('');
-  const [busy, setBusy] = useState(false);
-  const act = async (d: 'approve' | 'reject') => {
-    setBusy(true);
-    await props.decide(a, d, reason.trim());
-    setBusy(false);
-  };
+function TaskLink(props: { id: string }) {
   return (
-    <li class="card">
-      <h4>{a.title}</h4>
-      {a.detail && <p>{a.detail}</p>}
-      <p class="muted">
-        <Ref kind="domain" id={a.domain_id} />
-        {a.agent_id && (
-          <>
-            {' · asked by '}
-            <Ref kind="agent" id={a.agent_id} />
-          </>
-        )}
-      </p>
-      <label>
-        Reason for {a.title}{' '}
-        <input value={reason} onInput={(e) => setReason((e.target as HTMLInputElement).value)} />
-      </label>
-      <div class="toolbar">
-        <button type="button" disabled={busy} onClick={() => act('approve')}>
-          Approve
-        </button>
-        <button type="button" disabled={busy} onClick={() => act('reject')}>
-          Reject
-        </button>
-      </div>
-    </li>
+    <a href={`#/task/${encodeURIComponent(props.id)}`} title={`task ${props.id}`}>
+      task {shortId(props.id)}
+    </a>
   );
 }

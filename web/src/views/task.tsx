@@ -1,7 +1,9 @@
-// One mesh task (#/task/<id>): its state, live progress while it runs, the failure's output
-// tail as it was printed, the result, and the timeline of its events (created, claimed,
-// started, progress, ended) from the feed's history and then live. The page is a list of
-// sections (TASK_SECTIONS): more can be added without touching the others.
+// One mesh task (#/task/<id>): its state, live progress while it runs, the approvals its agent
+// asked (decided here too), the failure's output tail as it was printed, the work it kept
+// (branch, diffstat, diff), the result, and the timeline of its events (created, claimed,
+// started, progress, approvals asked and decided, ended) from the feed's history and then
+// live. The page is a list of sections (TASK_SECTIONS): more can be added without touching
+// the others.
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import type { FeedEvent, HistoryPage } from '../../../src/protocol/events.js';
@@ -9,7 +11,9 @@ import type { MeshTask } from '../../../src/protocol/mesh.js';
 import { api, errorText } from '../api.js';
 import { feedStore } from '../feed.js';
 import { duration, fullTime } from '../format.js';
-import { CopyButton, Ref, Time, useNow } from '../ui.js';
+import { Card, CopyButton, Ref, Time, useNow } from '../ui.js';
+import { ApprovalsSection } from './task-approvals.js';
+import { ChangesSection } from './task-changes.js';
 import { CANCELLABLE, ENDED, latestProgress, ProgressBar } from './tasks.js';
 
 /** What each section of the task page gets. */
@@ -121,15 +125,6 @@ export function TaskPage(props: { id: string }) {
         <S key={i} {...section} />
       ))}
     </section>
-  );
-}
-
-function Card(props: { title: string; testid?: string; children: ComponentChildren }) {
-  return (
-    <div class="card section" data-testid={props.testid}>
-      <h3>{props.title}</h3>
-      {props.children}
-    </div>
   );
 }
 
@@ -295,18 +290,32 @@ function TimelineSection(p: TaskSectionProps) {
         {rows.map((e) => {
           const pl = e.payload;
           const progress = e.type === 'progress';
+          const approval = e.type === 'approval';
           const run = runTime.get(e.id);
+          const action = progress
+            ? 'progress'
+            : approval
+              ? `approval_${String(pl.action)}`
+              : String(pl.action);
           return (
-            <li key={e.id} data-action={progress ? 'progress' : String(pl.action)}>
+            <li key={e.id} data-action={action}>
               <time dateTime={e.ts} title={fullTime(e.ts)}>
                 {new Date(e.ts).toLocaleTimeString()}
               </time>{' '}
-              <strong>{progress ? 'progress' : String(pl.action)}</strong>{' '}
+              <strong>
+                {progress
+                  ? 'progress'
+                  : approval
+                    ? `approval ${pl.action === 'requested' ? 'asked' : String(pl.action)}`
+                    : String(pl.action)}
+              </strong>{' '}
               {progress ? (
                 <span>
                   {typeof pl.percent === 'number' && `${Math.round(pl.percent)}% `}
                   {String(pl.text ?? '')}
                 </span>
+              ) : approval ? (
+                <ApprovalLine pl={pl} />
               ) : (
                 <span class="muted">
                   {e.status}
@@ -328,11 +337,28 @@ function TimelineSection(p: TaskSectionProps) {
   );
 }
 
+/** An approval event of the timeline: the tool call, and who decided with the reason. */
+function ApprovalLine(props: { pl: FeedEvent['payload'] }) {
+  const { pl } = props;
+  const call = pl.tool_call as { kind?: unknown; title?: unknown } | undefined;
+  return (
+    <span>
+      {call ? `${String(call.kind)}: ${String(call.title)}` : String(pl.title ?? '')}
+      <span class="muted">
+        {typeof pl.decided_by === 'string' && ` · by ${pl.decided_by}`}
+        {typeof pl.reason === 'string' && ` · ${pl.reason}`}
+      </span>
+    </span>
+  );
+}
+
 /** The sections of the task page, in order. */
 export const TASK_SECTIONS: ((p: TaskSectionProps) => ComponentChildren)[] = [
   Header,
   ProgressSection,
+  ApprovalsSection,
   FailureSection,
+  ChangesSection,
   ResultSection,
   TimelineSection,
 ];
