@@ -19,7 +19,7 @@
 // BENCH_FEED_PROF=DIR (CPU profiles of the replicas there), SVC_TEST_PG_URL.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -46,6 +46,8 @@ const WARMUP = Number(process.env.BENCH_FEED_WARMUP ?? 2);
 const PROBE_RATE = Number(process.env.BENCH_FEED_PROBE_RATE ?? 20);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const TARGET_P99_MS = 250;
+/** HAProxy processes the subscribers spread over: one holds at most ~9 000 streams here. */
+const BALANCERS = Math.max(1, Number(process.env.BENCH_FEED_FLEET_BALANCERS ?? Math.ceil(N / 8000)));
 const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const SVC = join(ROOT, 'dist/cli/svc.js');
 const checks = countChecks('feed-fleet');
@@ -129,6 +131,7 @@ async function round(k) {
   const masterKey = randomBytes(32).toString('hex');
   const procs = [];
   let lb = null;
+  const lbs = [];
   let clients = null;
   let publisher = null;
   await sql(`create schema "${schema}"`);
@@ -137,9 +140,24 @@ async function round(k) {
     const towers = [await startReplica({ dir, i: 0, schema, masterKey, procs })];
     towers.push(await startReplica({ dir, i: 1, schema, masterKey, procs }));
     const admin = readFileSync(join(towers[0].home, 'tower', 'admin.token'), 'utf8').trim();
-    // HAProxy holds two descriptors per stream: room for every subscriber and then some.
-    lb = await startHaproxy({ dir, backends: towers.map((t) => t.url), maxConn: N + 2000 });
-    console.log(`feed-fleet round ${k}: replicas ${towers.map((t) => t.url).join(', ')} behind ${lb.url}`);
+    // HAProxy holds two descriptors per stream, and a process may hold at most the hard limit
+    // of open files (20 000 on these machines): past that many streams, BALANCERS HAProxy
+    // processes (each round-robin over both replicas), the subscribers taking them in turn.
+    for (let b = 0; b < BALANCERS; b++) {
+      const lbDir = join(dir, `lb${b}`);
+      mkdirSync(lbDir);
+      lbs.push(
+        await startHaproxy({
+          dir: lbDir,
+          backends: towers.map((t) => t.url),
+          maxConn: Math.ceil(N / BALANCERS) + 2000,
+        }),
+      );
+    }
+    lb = lbs[0];
+    console.log(
+      `feed-fleet round ${k}: replicas ${towers.map((t) => t.url).join(', ')} behind ${lbs.map((l) => l.url).join(', ')}`,
+    );
     const { jwt } = await post(lb.url, admin, '/nodes', { hostname: 'bench-publisher' });
     const probeDomainId = PROBE_RATE > 0 ? await probeDomain(lb.url, admin) : null;
     // Up to 32 requests at once: each is a PostgreSQL transaction of a few round trips, and a
@@ -147,12 +165,15 @@ async function round(k) {
     publisher = towerPublisher({ url: lb.url, jwt, sockets: 32 });
 
     const rssBefore = towers.map((t) => rssKiB(t.child.pid));
-    clients = clientsFor('svc', lb.url, admin, N);
+    clients = clientsFor('svc', lbs.map((l) => l.url).join(','), admin, N);
     const t0 = now();
     await clients.ask('connect');
     const connectS = (now() - t0) / 1000;
     // Where HAProxy put the streams (its health checks are not sessions).
-    const spread = (await lb.servers()).map((s) => `${s.name} ${s.current}`);
+    const current = new Map();
+    for (const l of lbs)
+      for (const sv of await l.servers()) current.set(sv.name, (current.get(sv.name) ?? 0) + sv.current);
+    const spread = [...current].map(([name, n]) => `${name} ${n}`);
     await sleep(2000);
     const rssIdle = towers.map((t) => rssKiB(t.child.pid));
     console.log(`feed-fleet round ${k}: ${N} subscribers in ${connectS.toFixed(1)} s (${spread.join(', ')})`);
@@ -167,7 +188,7 @@ async function round(k) {
     }
     const before = await clients.ask('reset');
     if (step) checkStep(checks, step.what, before, step.each, N);
-    const pids = [...towers.map((t) => t.child.pid), lb.child.pid, clients.child.pid];
+    const pids = [...towers.map((t) => t.child.pid), ...lbs.map((l) => l.child.pid), clients.child.pid];
     const cpu0 = pids.map(cpuMs);
     const probe =
       probeDomainId === null
@@ -212,7 +233,12 @@ async function round(k) {
       connectS,
       spread,
       rssPerSubKiB: (rssIdle.reduce((a, b) => a + b, 0) - rssBefore.reduce((a, b) => a + b, 0)) / N,
-      cpu: { r0: cpu[0], r1: cpu[1], haproxy: cpu[2], subscribers: cpu[3] },
+      cpu: {
+        r0: cpu[0],
+        r1: cpu[1],
+        haproxy: cpu.slice(2, 2 + BALANCERS).reduce((a, b) => a + b, 0),
+        subscribers: cpu[2 + BALANCERS],
+      },
     };
     console.log(JSON.stringify(r));
     return r;
@@ -223,7 +249,7 @@ async function round(k) {
       await exited;
     }
     publisher?.close();
-    await lb?.stop();
+    for (const l of lbs) await l.stop();
     for (const p of procs) {
       if (p.child.exitCode !== null || p.child.signalCode !== null) continue;
       const exited = new Promise((r) => p.child.once('exit', r));
@@ -262,7 +288,7 @@ writeSection(
 \`npm run bench -- feed-fleet\` (bench/feed-fleet) on ${machine()}; load average ${loadAtStart} at
 the start, ${loadNow()} at the end${scaled ? ` (**scaled down**: ${N} subscribers x ${RATE} events/s; the target is for 10 000 x 100)` : ''}.
 Two tower replicas (\`svc tower serve\` from dist/, one PostgreSQL schema, rate limits off)
-behind HAProxy (round-robin, \`test/support/haproxy.ts\`), all on this machine with the
+behind HAProxy (round-robin, \`test/support/haproxy.ts\`${BALANCERS > 1 ? `; ${BALANCERS} HAProxy processes, each over both replicas, the subscribers taking them in turn: one process holds two descriptors per stream and may hold at most 20 000 here` : ''}), all on this machine with the
 subscribers' process. ${N} SSE subscribers (\`/events/stream?type=progress\`) connect through
 HAProxy, which spreads them over the replicas (the column says how). Events are published
 through HAProxy too (\`POST /nodes/events\`, node:http keep-alive), so each replica commits

@@ -19,7 +19,12 @@ import { io } from 'socket.io-client';
 import WebSocket from 'ws';
 import { sseCounter, wsFrames } from './counters.mjs';
 
-const [kind, url, token, nText] = process.argv.slice(2);
+const [kind, urlList, token, nText] = process.argv.slice(2);
+// Several servers (comma-separated): subscriber i connects to the (i mod count)-th, e.g. two
+// load balancers where one could not hold every stream within its file-descriptor limit.
+const urls = urlList.split(',');
+const url = urls[0];
+const urlOf = (i) => urls[i % urls.length];
 const N = Number(nText);
 /** Latency is sampled on every STRIDE-th subscriber only (all of them count deliveries). */
 const SAMPLED = 100;
@@ -93,8 +98,8 @@ const READ_BUFFER = Buffer.allocUnsafe(256 * 1024);
  * `onHead` nothing more and `onBody(buf, from, to)` every byte after the head, the head's
  * own read included.
  */
-function rawConnect(request, status, { onHead, onBody, onError }) {
-  const u = new URL(url);
+function rawConnect(base, request, status, { onHead, onBody, onError }) {
+  const u = new URL(base);
   let head = '';
   const onBytes = (buf, n) => {
     if (head === null) return onBody(buf, 0, n);
@@ -128,9 +133,10 @@ function headEnd(text) {
 /** A counting SSE reader: GET /events/stream over a raw socket, events' `id:` lines counted. */
 function openSseCounter(i) {
   return new Promise((resolve, reject) => {
-    const { host } = new URL(url);
+    const { host } = new URL(urlOf(i));
     const count = sseCounter();
     rawConnect(
+      urlOf(i),
       `GET /events/stream?type=progress HTTP/1.1\r\nhost: ${host}\r\nauthorization: Bearer ${token}\r\naccept: text/event-stream\r\n\r\n`,
       'HTTP/1.1 200',
       { onHead: resolve, onBody: (buf, from, to) => counted(i, count(buf, from, to)), onError: reject },
@@ -142,7 +148,7 @@ function openSse(i) {
   if (!sampled(i)) return openSseCounter(i);
   return new Promise((resolve, reject) => {
     const req = http.get(
-      `${url}/events/stream?type=progress`,
+      `${urlOf(i)}/events/stream?type=progress`,
       { agent: false, headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } },
       (res) => {
         if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}`));
@@ -172,7 +178,7 @@ function openSse(i) {
 
 function openWs(i) {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/events/ws?type=progress`, {
+    const ws = new WebSocket(`${urlOf(i).replace(/^http/, 'ws')}/events/ws?type=progress`, {
       headers: { authorization: `Bearer ${token}` },
       perMessageDeflate: false,
     });
@@ -206,6 +212,7 @@ function openSocketIoCounter(i) {
       else if (a === 0x34 && b === 0x30) resolve();
     });
     socket = rawConnect(
+      url,
       `GET /socket.io/?EIO=4&transport=websocket HTTP/1.1\r\nhost: ${host}\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\nsec-websocket-key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
       'HTTP/1.1 101',
       // Open once socket.io's connect packet arrives (the frame callback resolves).

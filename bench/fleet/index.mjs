@@ -335,11 +335,13 @@ async function main() {
   });
 
   const results = [];
+  // Every size is measured against the replicas before any channel: a later round's own
+  // "before" would already hold the heap the earlier rounds grew, and flatter its figure.
+  const rssBefore = towers.map((t) => rssKiB(t.child.pid));
   for (const N of SIZES) {
     const last = N === MAX_N;
     console.log(`fleet: N=${N}`);
-    await sleep(2000); // let the replicas settle (closed channels of the last round) before RSS
-    const rssBefore = towers.map((t) => rssKiB(t.child.pid));
+    await sleep(2000); // let the replicas settle (closed channels of the last round)
     // Workers are spread over the fleet's first nodes; the rest only hold a channel.
     const fleet = createFleet({ url: lb.url, nodes: nodes.slice(0, N), missionId: () => currentMission });
     const t0 = performance.now();
@@ -463,8 +465,10 @@ HAProxy and speaks the control protocol as svcd does (hello, agent_status, node.
 attach dial-back echoing bytes, claim and complete over \`/mcp/call\` on task_ready and a 2 s
 poll), decoding every message with svcd's schemas, reconnecting with svcd's backoff.
 ${WORKERS} of the nodes have an agent in the tasks' domain. Connect: all N dialled at once,
-until the last welcome. RSS per channel: the replicas' RSS with all N connected minus before,
-over N. Claim: one \`first_claim\` task at a time, from the POST to the claim answer that
+until the last welcome. RSS per channel: the replicas' RSS with all N connected minus their
+RSS before the first size's channels (the nodes registered, no channel yet), over N; it counts
+the heap's garbage and headroom as well as what the channels hold (\`node
+bench/fleet/channel-heap.mjs\` splits the two). Claim: one \`first_claim\` task at a time, from the POST to the claim answer that
 carries it; claim calls per task: every \`claim_mesh_task\` call its task_ready caused (each
 woken worker's, again when it was already claiming, and the claimer's next call, which finds
 the queue empty), besides the poll's calls of those seconds, counted apart. Requests and attach: ${SAMPLES} nodes (attach: a quarter of them, ${ECHOES}
