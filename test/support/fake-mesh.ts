@@ -36,6 +36,8 @@ export class FakeMesh implements MeshWorkApi {
   onClaim: ((t: FakeTask) => void) | null = null;
   /** While set, every claim fails with it (the tower is unreachable or refuses). */
   claimError: Error | null = null;
+  /** The next completion or failure commits, then its answer is lost (the replica died). */
+  loseAnswer: 'complete' | 'fail' | null = null;
 
   add(
     id: string,
@@ -126,11 +128,25 @@ export class FakeMesh implements MeshWorkApi {
     const t = this.fenced(taskId, leaseId, ['running']);
     t.state = 'completed';
     t.result = result;
+    this.ended(t, 'complete');
   }
   async fail(taskId: string, leaseId: string, reason: string) {
     const t = this.fenced(taskId, leaseId, ['claimed', 'running']);
     t.state = 'failed';
     t.failure_reason = reason;
+    this.ended(t, 'fail');
+  }
+  /** An ended task has no lease (as on the tower); a lost answer throws after the commit. */
+  private ended(t: FakeTask, what: 'complete' | 'fail') {
+    t.lease_id = null;
+    if (this.loseAnswer === what) {
+      this.loseAnswer = null;
+      throw new SvcError('tower_unreachable', 'the replica went away before answering');
+    }
+  }
+  async state(taskId: string) {
+    const t = this.get(taskId);
+    return { state: t.state, attempt: t.task.attempt, claimed_by: t.claimed_by };
   }
   async artifact(domainId: string, missionId: string, a: ArtifactCreate): Promise<{ id: string }> {
     const id = `art_${this.artifacts.length + 1}`;

@@ -15,6 +15,13 @@ export interface WorkTask {
   lease_seconds: number;
 }
 
+/** Where a task stands on the tower (MeshTask's fields the worker reads after a lost answer). */
+export interface TaskStanding {
+  state: string;
+  attempt: number;
+  claimed_by: string | null;
+}
+
 /** A successful claim: the task and the lease every later call must carry (fencing). */
 export interface Lease {
   task: WorkTask;
@@ -42,6 +49,9 @@ export interface MeshWorkApi {
   progress(taskId: string, leaseId: string, p: ProgressReport): Promise<void>;
   complete(taskId: string, leaseId: string, result: Record<string, unknown>): Promise<void>;
   fail(taskId: string, leaseId: string, reason: string): Promise<void>;
+  /** Where the task stands on the tower now: whether a report whose answer was lost (the
+   * replica died after its commit) took effect. */
+  state(taskId: string): Promise<TaskStanding>;
   /** Stores a mission artifact (a run's diff); resolves with its id. */
   artifact(domainId: string, missionId: string, a: ArtifactCreate): Promise<{ id: string }>;
 }

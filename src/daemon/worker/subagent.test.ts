@@ -192,6 +192,31 @@ describe('subagent executor', () => {
     expect(t.state).toBe('running');
   });
 
+  it('counts a completion or failure whose answer was lost after its commit as reported, not abandoned', async () => {
+    const done = new FakeMesh();
+    const t = done.add('mt_lost_ok', 'quick');
+    done.loseAnswer = 'complete';
+    expect(await runOne(done, 'alpha_code')).toMatchObject({ state: 'completed' });
+    expect(t.state).toBe('completed');
+    const failed = new FakeMesh();
+    const f = failed.add('mt_lost_fail', 'fail: on purpose');
+    failed.loseAnswer = 'fail';
+    expect(await runOne(failed, 'alpha_code')).toMatchObject({ state: 'failed' });
+    expect(f.state).toBe('failed');
+    // A lease lost to another attempt is still lost: the task moved on without this run.
+    const moved = new FakeMesh();
+    const m = moved.add('mt_moved', 'quick');
+    const complete = moved.complete.bind(moved);
+    let calls = 0;
+    moved.complete = async (...a) => {
+      if (++calls > 1) return complete(...a);
+      moved.expire('mt_moved');
+      throw new SvcError('tower_unreachable', 'the replica went away before answering');
+    };
+    expect(await runOne(moved, 'alpha_code')).toMatchObject({ state: 'abandoned', reason: 'lease_lost' });
+    expect(m.state).toBe('pending');
+  });
+
   it('builds the prompt from title and description, and clips long output tails', () => {
     expect(taskPrompt({ title: 'T', description: '' })).toBe('T');
     expect(taskPrompt({ title: 'T', description: 'do it' })).toBe('T\n\ndo it');

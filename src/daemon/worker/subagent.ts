@@ -115,24 +115,46 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
       : { task_id: task.id, state: 'abandoned', reason, run };
   };
 
-  /** A report to the tower: retried on transient errors; a lost lease stops the run. */
-  async function report(what: string, call: () => Promise<void>): Promise<boolean> {
+  /**
+   * A report to the tower: retried on transient errors; a lost lease stops the run. A
+   * completion or failure whose answer was lost (its replica died after the commit) finds the
+   * lease gone when retried: if the task stands as reported, for this agent and attempt, the
+   * report took effect.
+   */
+  async function report(
+    what: string,
+    call: () => Promise<void>,
+    ends?: 'completed' | 'failed',
+  ): Promise<boolean> {
+    let unanswered = false;
     for (let i = 1; ; i++) {
       try {
         await call();
         return true;
       } catch (e) {
         if (isLeaseLost(e)) {
+          if (unanswered && ends !== undefined && (await tookEffect(ends))) return true;
           log.info({ err: e, what }, 'lease lost');
           stopWith('lease_lost');
           return false;
         }
+        unanswered = true;
         if (i >= REPORT_ATTEMPTS) {
           log.warn({ err: e, what }, 'tower did not take the report; the lease will expire');
           return false;
         }
         await deps.clock.sleep(retryMs * i);
       }
+    }
+  }
+
+  async function tookEffect(ends: 'completed' | 'failed'): Promise<boolean> {
+    try {
+      const t = await deps.api.state(task.id);
+      return t.state === ends && t.attempt === task.attempt && t.claimed_by === job.agentId;
+    } catch (e) {
+      log.warn({ err: e }, 'cannot read the task after a lost answer');
+      return false;
     }
   }
 
@@ -276,7 +298,7 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
         ...keptFields,
         ...approvals,
       };
-      const ok = await report('complete', () => deps.api.complete(task.id, leaseId, result));
+      const ok = await report('complete', () => deps.api.complete(task.id, leaseId, result), 'completed');
       if (!ok) return abandoned(run);
       return { task_id: task.id, state: 'completed', run };
     }
@@ -284,7 +306,7 @@ export async function runSubagent(deps: SubagentDeps, job: SubagentJob): Promise
       [run.failure ?? 'failed', ...failureNotes(keptFields, governed)].join('\n'),
       run.output_tail,
     );
-    const ok = await report('fail', () => deps.api.fail(task.id, leaseId, reason));
+    const ok = await report('fail', () => deps.api.fail(task.id, leaseId, reason), 'failed');
     if (!ok) return abandoned(run);
     return { task_id: task.id, state: 'failed', reason, run };
   } finally {

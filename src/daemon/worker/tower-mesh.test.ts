@@ -17,6 +17,19 @@ function recordingTower(answer: (method: string, path: string, body: unknown) =>
 }
 
 describe('tower mesh adapter', () => {
+  it('reads where a task stands with get_mesh_task, keeping only what the worker compares', async () => {
+    const task = { id: 'mt_1', state: 'completed', attempt: 2, claimed_by: 'ag_1', title: 't', result: {} };
+    const { tower, calls } = recordingTower(() => ({ result: task }));
+    expect(await createTowerMesh(tower).state('mt_1')).toEqual({
+      state: 'completed',
+      attempt: 2,
+      claimed_by: 'ag_1',
+    });
+    expect(calls).toEqual([
+      { method: 'POST', path: '/mcp/call', body: { tool: 'get_mesh_task', args: { task_id: 'mt_1' } } },
+    ]);
+  });
+
   it('calls the MCP tools with the lease, clipping long progress and failure text', async () => {
     const mission = { repository: null, agent_policy: null };
     const { tower, calls } = recordingTower((_m, _p, body) => ({

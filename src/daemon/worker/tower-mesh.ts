@@ -4,7 +4,7 @@
 import { SvcError } from '../../protocol/errors.js';
 import type { Claimed, StartedTask } from '../../protocol/mesh.js';
 import type { TowerApi } from '../tower-client/api.js';
-import type { Lease, MeshWorkApi } from './mesh-api.js';
+import type { Lease, MeshWorkApi, TaskStanding } from './mesh-api.js';
 
 /** report_progress and fail_mesh_task take at most this much text. */
 const MAX_TEXT = 10_000;
@@ -45,6 +45,10 @@ export function createTowerMesh(tower: TowerApi): MeshWorkApi {
     async fail(taskId, leaseId, reason) {
       const r = reason.length > MAX_TEXT ? `${reason.slice(0, MAX_TEXT - 1)}…` : reason;
       await mcp('fail_mesh_task', { task_id: taskId, lease_id: leaseId, reason: r || 'failed' });
+    },
+    async state(taskId) {
+      const t = await mcp<TaskStanding>('get_mesh_task', { task_id: taskId });
+      return { state: t.state, attempt: t.attempt, claimed_by: t.claimed_by };
     },
     artifact(domainId, missionId, a) {
       return tower.request<{ id: string }>(

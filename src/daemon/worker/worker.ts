@@ -119,6 +119,7 @@ export function createWorker(ctx: WorkerContext, runner: () => RuntimeRunner, de
     },
     complete: (taskId, leaseId, result) => tower.complete(taskId, leaseId, result),
     fail: (taskId, leaseId, reason) => tower.fail(taskId, leaseId, reason),
+    state: (taskId) => tower.state(taskId),
     artifact: (domainId, missionId, a) => tower.artifact(domainId, missionId, a),
   });
 
