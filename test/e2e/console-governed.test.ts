@@ -5,9 +5,16 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collectPageErrors, haveChromium, launchBrowser, screenshotDir, shot } from '../support/browser.js';
+import {
+  collectPageErrors,
+  haveChromium,
+  launchBrowser,
+  screenshotDir,
+  shot,
+  signInPage,
+} from '../support/browser.js';
 import { type NodeStack, startNodeStack } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
 
@@ -38,14 +45,7 @@ describe.skipIf(!haveChromium)('governed runs in the web console (chromium, towe
   const submit = (title: string) =>
     api<Task>('POST', `/work/missions/${missionId}/tasks`, { title, max_attempts: 1 });
 
-  async function signedIn(): Promise<Page> {
-    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
-    await page.goto(stack.tower.url);
-    await page.getByLabel('Token').fill(stack.adminToken);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('link', { name: 'Feed' }).waitFor();
-    return page;
-  }
+  const signedIn = () => signInPage(browser, stack.tower.url, stack.adminToken);
 
   beforeAll(async () => {
     stack = await startNodeStack({

@@ -5,7 +5,14 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collectPageErrors, haveChromium, launchBrowser, screenshotDir, shot } from '../support/browser.js';
+import {
+  collectPageErrors,
+  haveChromium,
+  launchBrowser,
+  screenshotDir,
+  shot,
+  signInPage,
+} from '../support/browser.js';
 import { type NodeStack, startNodeStack } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
 import { type Proc, run, SVC_BIN, SVCD_BIN } from '../support/procs.js';
@@ -33,14 +40,7 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
     return (JSON.parse(r.stdout) as { items: { id: string; state: string; restarts?: number }[] }).items;
   };
 
-  async function signedIn(): Promise<Page> {
-    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
-    await page.goto(stack.tower.url);
-    await page.getByLabel('Token').fill(stack.adminToken);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('link', { name: 'Feed' }).waitFor();
-    return page;
-  }
+  const signedIn = () => signInPage(browser, stack.tower.url, stack.adminToken);
 
   beforeAll(async () => {
     stack = await startNodeStack({

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mgmtCall } from '../../src/cli/mgmt-client.js';
-import { collectPageErrors, haveChromium, launchBrowser } from '../support/browser.js';
+import { collectPageErrors, haveChromium, launchBrowser, signInPage } from '../support/browser.js';
 import { haproxyInstalled } from '../support/haproxy.js';
 import { waitFor } from '../support/poll.js';
 import { SVCD_BIN } from '../support/procs.js';
@@ -25,14 +25,7 @@ describe.skipIf(!haveChromium || !haproxyInstalled())(
     let ttyAgent: string;
     let browser: Browser;
 
-    async function signedIn(base: string): Promise<Page> {
-      const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
-      await page.goto(base);
-      await page.getByLabel('Token').fill(n.r.admin);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByRole('link', { name: 'Feed' }).waitFor();
-      return page;
-    }
+    const signedIn = (base: string) => signInPage(browser, base, n.r.admin);
 
     /** The text of the attached terminal's xterm buffer (scrollback included). */
     const termText = (page: Page) =>

@@ -48,3 +48,13 @@ export function collectPageErrors(page: Page): string[] {
   });
   return errors;
 }
+
+/** A new 1440x900 page of the console at `url`, signed in with `token` (the nav is up). */
+export async function signInPage(browser: Browser, url: string, token: string): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  await page.goto(url);
+  await page.getByLabel('Token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('link', { name: 'Feed' }).waitFor();
+  return page;
+}
