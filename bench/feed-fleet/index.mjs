@@ -16,7 +16,9 @@
 // Options (environment): BENCH_FEED_FLEET_SUBS (10000), BENCH_FEED_FLEET_RATE (events/s, 100),
 // BENCH_DURATION (seconds of the measured step, 10), BENCH_FEED_WARMUP (seconds, 2),
 // BENCH_FEED_PROBE_RATE (POST /approvals per second, 20), BENCH_ROUNDS (1),
-// BENCH_FEED_PROF=DIR (CPU profiles of the replicas there), SVC_TEST_PG_URL.
+// BENCH_FEED_PROF=DIR (CPU profiles of the replicas there), BENCH_FEED_FLEET_BALANCERS (HAProxy
+// processes; one per 8 000 subscribers), BENCH_FEED_FLEET_DIRECT=1 (the subscribers straight on
+// the replicas: HAProxy's share of the latency), SVC_TEST_PG_URL.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -165,7 +167,10 @@ async function round(k) {
     publisher = towerPublisher({ url: lb.url, jwt, sockets: 32 });
 
     const rssBefore = towers.map((t) => rssKiB(t.child.pid));
-    clients = clientsFor('svc', lbs.map((l) => l.url).join(','), admin, N);
+    // BENCH_FEED_FLEET_DIRECT=1: the subscribers straight on the replicas, in turn (what
+    // HAProxy costs the latency, for docs/perf-notes.md; not the benchmark's own figure).
+    const targets = process.env.BENCH_FEED_FLEET_DIRECT === '1' ? towers : lbs;
+    clients = clientsFor('svc', targets.map((t) => t.url).join(','), admin, N);
     const t0 = now();
     await clients.ask('connect');
     const connectS = (now() - t0) / 1000;
