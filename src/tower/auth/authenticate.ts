@@ -49,8 +49,9 @@ export interface LookupOptions {
 
 export class Authenticator {
   private cache = new Map<string, CacheEntry>();
-  /** Node JWTs verified once: a JWT never changes, so a re-check needs only its key to be
-   * active and its node's row to name its jti still. */
+  /** Node JWTs verified once: a JWT never changes and node JWTs carry no expiry (a node's
+   * credential ends by re-registration or a retired key: SigningKeys.signNode), so a re-check
+   * needs only its key to be active and its node's row to name its jti still. */
   private verifiedNodes = new Map<string, VerifiedNode>();
   private readonly cacheMs: number;
 
