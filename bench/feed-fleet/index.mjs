@@ -19,12 +19,10 @@
 // BENCH_FEED_PROF=DIR (CPU profiles of the replicas there), BENCH_FEED_FLEET_BALANCERS (HAProxy
 // processes; one per 8 000 subscribers), BENCH_FEED_FLEET_DIRECT=1 (the subscribers straight on
 // the replicas: HAProxy's share of the latency), SVC_TEST_PG_URL.
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { startHaproxy } from '../../test/support/haproxy.ts';
 import {
   checkStep,
@@ -39,7 +37,8 @@ import {
 } from '../feed/harness.mjs';
 import { probeDomain, probeFigures, startPostProbe } from '../feed/probe.mjs';
 import { countChecks } from '../lib/counts.mjs';
-import { machine, median, met, ROOT, today, writeSection } from '../lib/report.mjs';
+import { sql, startReplica } from '../lib/replica.mjs';
+import { machine, median, met, today, writeSection } from '../lib/report.mjs';
 
 const N = Number(process.env.BENCH_FEED_FLEET_SUBS ?? 10_000);
 const RATE = Number(process.env.BENCH_FEED_FLEET_RATE ?? 100);
@@ -50,8 +49,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const TARGET_P99_MS = 250;
 /** HAProxy processes the subscribers spread over: one holds at most ~9 000 streams here. */
 const BALANCERS = Math.max(1, Number(process.env.BENCH_FEED_FLEET_BALANCERS ?? Math.ceil(N / 8000)));
-const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const SVC = join(ROOT, 'dist/cli/svc.js');
 const checks = countChecks('feed-fleet');
 const loadNow = () =>
   os
@@ -59,60 +56,12 @@ const loadNow = () =>
     .map((l) => l.toFixed(1))
     .join(' / ');
 
-async function sql(text) {
-  const c = new pg.Client({ connectionString: PG_URL });
-  await c.connect();
-  try {
-    await c.query(text);
-  } finally {
-    await c.end();
-  }
-}
-
-/** One replica on `schema`: resolves once it listens. */
-function startReplica({ dir, i, schema, masterKey, procs }) {
-  const home = join(dir, `r${i}`);
-  const env = { ...process.env, SVC_HOME: home, SVC_MASTER_KEY: masterKey };
-  for (const k of Object.keys(env)) if (k.startsWith('SVC_TOWER_')) delete env[k];
-  const prof = process.env.BENCH_FEED_PROF
+/** Replica `i` of a round on `schema`, its CPU profile in BENCH_FEED_PROF when set. */
+function replica({ dir, i, schema, masterKey, procs }) {
+  const nodeArgs = process.env.BENCH_FEED_PROF
     ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_FEED_PROF}`, `--cpu-prof-name=r${i}.cpuprofile`]
     : [];
-  // Rate limits off, as bench/fleet runs its replicas.
-  const args = [
-    ...prof,
-    SVC,
-    'tower',
-    'serve',
-    '--listen',
-    '127.0.0.1:0',
-    '--database',
-    `${PG_URL}?schema=${schema}`,
-    '--rate-limit',
-    '0',
-    '--log-level',
-    'warn',
-  ];
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d) => {
-    out += d;
-  });
-  child.stderr.on('data', (d) => {
-    out += d;
-  });
-  const p = { child, home, url: null, output: () => out };
-  procs.push(p);
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      const m = /listening on (\S+)/.exec(out);
-      if (m) {
-        p.url = m[1];
-        resolve(p);
-      }
-    };
-    child.stdout.on('data', check);
-    child.once('exit', (code) => reject(new Error(`replica r${i} exited ${code}: ${out.slice(-2000)}`)));
-  });
+  return startReplica({ home: join(dir, `r${i}`), schema, masterKey, procs, nodeArgs });
 }
 
 async function post(url, token, path, body) {
@@ -139,8 +88,8 @@ async function round(k) {
   await sql(`create schema "${schema}"`);
   try {
     // One after the other: the first migrates the schema and writes the admin token.
-    const towers = [await startReplica({ dir, i: 0, schema, masterKey, procs })];
-    towers.push(await startReplica({ dir, i: 1, schema, masterKey, procs }));
+    const towers = [await replica({ dir, i: 0, schema, masterKey, procs })];
+    towers.push(await replica({ dir, i: 1, schema, masterKey, procs }));
     const admin = readFileSync(join(towers[0].home, 'tower', 'admin.token'), 'utf8').trim();
     // HAProxy holds two descriptors per stream, and a process may hold at most the hard limit
     // of open files (20 000 on these machines): past that many streams, BALANCERS HAProxy

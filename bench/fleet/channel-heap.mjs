@@ -8,7 +8,6 @@
 // `node bench/fleet/channel-heap.mjs` after `npm run build`; BENCH_FLEET_HEAP_N (1000),
 // BENCH_FLEET_HEAP_TOP (25 kinds listed), BENCH_FLEET_HEAP_NODE_ARGS (flags for the tower's
 // node, e.g. `--trace-gc` with BENCH_FLEET_HEAP_ECHO=1, or `--cpu-prof --cpu-prof-dir=DIR`).
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
   closeSync,
@@ -22,26 +21,14 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { ROOT } from '../lib/report.mjs';
+import { sql, startReplica } from '../lib/replica.mjs';
 import { createFleet } from './sim.mjs';
 
 const N = Number(process.env.BENCH_FLEET_HEAP_N ?? 1000);
 const TOP = Number(process.env.BENCH_FLEET_HEAP_TOP ?? 25);
-const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const dir = mkdtempSync(join(tmpdir(), 'svc-channel-heap-'));
 const schema = `channel_heap_${process.pid}_${randomBytes(3).toString('hex')}`;
-
-async function sql(text) {
-  const c = new pg.Client({ connectionString: PG_URL });
-  await c.connect();
-  try {
-    await c.query(text);
-  } finally {
-    await c.end();
-  }
-}
 
 function rssKiB(pid) {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -105,45 +92,23 @@ function kinds(path) {
 
 async function main() {
   await sql(`create schema "${schema}"`);
-  const env = {
-    ...process.env,
-    SVC_HOME: join(dir, 'home'),
-    SVC_MASTER_KEY: randomBytes(32).toString('hex'),
-  };
-  for (const k of Object.keys(env)) if (k.startsWith('SVC_TOWER_')) delete env[k];
-  const child = spawn(
-    process.execPath,
-    [
+  const procs = [];
+  const started = startReplica({
+    home: join(dir, 'home'),
+    schema,
+    masterKey: randomBytes(32).toString('hex'),
+    procs,
+    cwd: dir,
+    nodeArgs: [
       '--heapsnapshot-signal=SIGUSR2',
       ...(process.env.BENCH_FLEET_HEAP_NODE_ARGS ?? '').split(' ').filter(Boolean),
-      join(ROOT, 'dist/cli/svc.js'),
-      'tower',
-      'serve',
-      '--listen',
-      '127.0.0.1:0',
-      '--database',
-      `${PG_URL}?schema=${schema}`,
-      '--rate-limit',
-      '0',
-      '--auth-failure-limit',
-      '0',
-      '--log-level',
-      'warn',
     ],
-    { env, cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+    // BENCH_FLEET_HEAP_ECHO=1: the tower's stdout here too (with --trace-gc in the node args).
+    echo: Boolean(process.env.BENCH_FLEET_HEAP_ECHO),
+  });
+  const { child } = procs[0];
   try {
-    const url = await new Promise((resolve, reject) => {
-      let out = '';
-      child.stdout.on('data', (d) => {
-        // BENCH_FLEET_HEAP_ECHO=1: the tower's stdout here too (with --trace-gc in the node args).
-        if (process.env.BENCH_FLEET_HEAP_ECHO) process.stdout.write(d);
-        out += d;
-        const m = /listening on (\S+)/.exec(out);
-        if (m) resolve(m[1]);
-      });
-      child.once('exit', (code) => reject(new Error(`tower exited ${code}`)));
-    });
+    const { url } = await started;
     const admin = readFileSync(join(dir, 'home', 'tower', 'admin.token'), 'utf8').trim();
     const nodes = [];
     for (let i = 0; i < N; i += 16) {

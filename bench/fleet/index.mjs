@@ -11,17 +11,16 @@
 // agent that claims, 100), BENCH_FLEET_TASKS (tasks for the claim latency, 100),
 // BENCH_FLEET_SAMPLES (nodes asked per replica for requests and attach, 100),
 // BENCH_FLEET_ECHOES (echoes per attach stream, 10), BENCH_FLEET_KILL_TASKS (200).
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import WebSocket from 'ws';
 import { startHaproxy } from '../../test/support/haproxy.ts';
 import { countChecks } from '../lib/counts.mjs';
-import { machine, met, percentile, ROOT, today, writeSection } from '../lib/report.mjs';
+import { sql, startReplica } from '../lib/replica.mjs';
+import { machine, met, percentile, today, writeSection } from '../lib/report.mjs';
 import { createFleet } from './sim.mjs';
 
 const SIZES = (process.env.BENCH_FLEET_SIZES ?? '1000,5000').split(',').map(Number);
@@ -30,8 +29,6 @@ const TASKS = Number(process.env.BENCH_FLEET_TASKS ?? 100);
 const SAMPLES = Number(process.env.BENCH_FLEET_SAMPLES ?? 100);
 const ECHOES = Number(process.env.BENCH_FLEET_ECHOES ?? 10);
 const KILL_TASKS = Number(process.env.BENCH_FLEET_KILL_TASKS ?? 200);
-const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const SVC = join(ROOT, 'dist/cli/svc.js');
 const MAX_N = Math.max(...SIZES);
 const checks = countChecks('fleet');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -45,54 +42,8 @@ const procs = [];
 const dir = mkdtempSync(join(tmpdir(), 'svc-bench-fleet-'));
 const schema = `bench_fleet_${process.pid}_${randomBytes(3).toString('hex')}`;
 
-async function sql(text) {
-  const c = new pg.Client({ connectionString: PG_URL });
-  await c.connect();
-  try {
-    await c.query(text);
-  } finally {
-    await c.end();
-  }
-}
-
 function startTower(i, masterKey) {
-  const home = join(dir, `r${i}`);
-  const env = { ...process.env, SVC_HOME: home, SVC_MASTER_KEY: masterKey };
-  for (const k of Object.keys(env)) if (k.startsWith('SVC_TOWER_')) delete env[k];
-  const child = spawn(
-    process.execPath,
-    [
-      SVC,
-      'tower',
-      'serve',
-      '--listen',
-      '127.0.0.1:0',
-      '--database',
-      `${PG_URL}?schema=${schema}`,
-      '--rate-limit',
-      '0',
-      '--auth-failure-limit',
-      '0',
-      '--log-level',
-      'warn',
-    ],
-    { env, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  child.stdout.on('data', (d) => {
-    out += d;
-  });
-  child.stderr.on('data', (d) => {
-    out += d;
-  });
-  const p = { child, home, output: () => out, url: null };
-  procs.push(p);
-  return until(`replica r${i} to listen`, async () => {
-    if (child.exitCode !== null) throw new Error(`replica r${i} exited: ${out}`);
-    const m = /listening on (\S+)/.exec(out);
-    if (m) p.url = m[1];
-    return m ? p : null;
-  });
+  return startReplica({ home: join(dir, `r${i}`), schema, masterKey, procs });
 }
 
 async function until(what, fn, timeoutMs = 120_000) {
