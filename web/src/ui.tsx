@@ -81,3 +81,21 @@ export function Card(props: { title: string; testid?: string; children: Componen
     </div>
   );
 }
+
+/** What the last action came to: an error (role alert) and/or a notice (role status). */
+export function Outcome(props: { error?: string | null; notice?: string | null }) {
+  return (
+    <>
+      {props.error && (
+        <p role="alert" class="error">
+          {props.error}
+        </p>
+      )}
+      {props.notice && (
+        <p role="status" class="ok">
+          {props.notice}
+        </p>
+      )}
+    </>
+  );
+}

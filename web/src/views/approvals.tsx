@@ -3,7 +3,7 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import type { Approval } from '../../../src/protocol/approvals.js';
 import { errorText, listAll } from '../api.js';
-import { Ref, shortId, Time } from '../ui.js';
+import { Outcome, Ref, shortId, Time } from '../ui.js';
 import { DecideForm, type Decision, decideApproval, ToolCall } from './approval-parts.js';
 
 export function ApprovalsView() {
@@ -39,16 +39,7 @@ export function ApprovalsView() {
   return (
     <section>
       <h2>Approvals</h2>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p role="status" class="ok">
-          {notice}
-        </p>
-      )}
+      <Outcome error={error} notice={notice} />
       <h3>Pending</h3>
       {pending.length === 0 && <p class="muted">Nothing waiting.</p>}
       <ul class="cards" data-testid="pending">

@@ -7,7 +7,7 @@ import type { Agent } from '../../../src/protocol/mesh.js';
 import type { Node, NodeStatus } from '../../../src/protocol/nodes.js';
 import { api, errorText, listAll } from '../api.js';
 import { bytes, duration } from '../format.js';
-import { CopyButton, Time, useNow } from '../ui.js';
+import { CopyButton, Outcome, Time, useNow } from '../ui.js';
 
 const time = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
@@ -120,16 +120,7 @@ function NodeCard(props: { node: Node; agents: Agent[] }) {
       <p class="muted mono">
         {node.id} <CopyButton text={node.id} label={`Copy id of node ${node.hostname}`} />
       </p>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p role="status" class="ok">
-          {notice}
-        </p>
-      )}
+      <Outcome error={error} notice={notice} />
       {!node.online && (
         <p class="muted">Offline: supervision and cron are shown while its svcd is connected.</p>
       )}

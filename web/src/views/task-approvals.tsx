@@ -4,7 +4,7 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import type { Approval } from '../../../src/protocol/approvals.js';
 import { errorText, listAll } from '../api.js';
-import { Card, Time } from '../ui.js';
+import { Card, Outcome, Time } from '../ui.js';
 import { DecideForm, type Decision, decideApproval, ToolCall } from './approval-parts.js';
 import type { TaskSectionProps } from './task.js';
 
@@ -42,16 +42,7 @@ export function ApprovalsSection(p: TaskSectionProps) {
   if (items.length === 0 && !error) return null;
   return (
     <Card title="Approvals" testid="task-approvals">
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p role="status" class="ok">
-          {notice}
-        </p>
-      )}
+      <Outcome error={error} notice={notice} />
       <ol class="approvals">
         {items.map((a) => (
           <li key={a.id} data-status={a.status} data-approval={a.id}>

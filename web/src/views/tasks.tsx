@@ -10,7 +10,7 @@ import { api, errorText, listAll } from '../api.js';
 import { feedStore } from '../feed.js';
 import { duration } from '../format.js';
 import { directory } from '../names.js';
-import { Ref, Time, useDirectory, useNow } from '../ui.js';
+import { Outcome, Ref, Time, useDirectory, useNow } from '../ui.js';
 import { SubmitDialog } from './task-submit.js';
 
 export const STATES: MeshTask['state'][] = [
@@ -137,16 +137,7 @@ export function TasksView(props: { mission?: string | undefined }) {
           </button>
         )}
       </div>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p role="status" class="ok">
-          {notice}
-        </p>
-      )}
+      <Outcome error={error} notice={notice} />
       {missions.length === 0 && <p class="muted">No missions: create one first.</p>}
       {missions.length > 0 && (
         <div class="toolbar">
