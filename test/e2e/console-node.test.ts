@@ -12,6 +12,7 @@ import {
   screenshotDir,
   shot,
   signInPage,
+  terminalText,
 } from '../support/browser.js';
 import { type NodeStack, startNodeStack } from '../support/node-stack.js';
 import { waitFor } from '../support/poll.js';
@@ -156,29 +157,6 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
     await page.close();
   }, 240_000);
 
-  /** The text of the attached terminal's xterm buffer (scrollback included). */
-  const termText = (page: Page) =>
-    page.evaluate(() => {
-      const el = document.querySelector('[data-testid="terminal"]') as
-        | (HTMLElement & {
-            xterm?: {
-              buffer: {
-                active: {
-                  length: number;
-                  getLine(i: number): { translateToString(trim: boolean): string } | undefined;
-                };
-              };
-              cols: number;
-              rows: number;
-            };
-          })
-        | null;
-      const b = el?.xterm?.buffer.active;
-      if (!b) return '';
-      const lines: string[] = [];
-      for (let i = 0; i < b.length; i++) lines.push(b.getLine(i)?.translateToString(true) ?? '');
-      return lines.join('\n');
-    });
   const termSize = (page: Page) =>
     page.evaluate(() => {
       const t = (
@@ -197,24 +175,24 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
     await page.getByTestId('terminal-status').getByText('Attached to tty on console-node.').waitFor();
     await page.keyboard.type('hello from chromium');
     await page.keyboard.press('Enter');
-    await expect.poll(() => termText(page), { timeout: 15_000 }).toContain('echo: hello from chromium');
+    await expect.poll(() => terminalText(page), { timeout: 15_000 }).toContain('echo: hello from chromium');
 
     // The PTY has the size of the xterm widget, and follows the window.
     const before = await termSize(page);
     await page.keyboard.type('run: stty size < /dev/tty');
     await page.keyboard.press('Enter');
-    await expect.poll(() => termText(page), { timeout: 15_000 }).toContain(before);
+    await expect.poll(() => terminalText(page), { timeout: 15_000 }).toContain(before);
     // Underscores render: the row height holds the glyph (lineHeight 1.2), see the screenshot.
     await page.keyboard.type('run: echo arch_is_x86_64');
     await page.keyboard.press('Enter');
-    await expect.poll(() => termText(page), { timeout: 15_000 }).toMatch(/^arch_is_x86_64$/m);
+    await expect.poll(() => terminalText(page), { timeout: 15_000 }).toMatch(/^arch_is_x86_64$/m);
     await shot(page, shots, 'terminal');
     await page.setViewportSize({ width: 900, height: 600 });
     await expect.poll(() => termSize(page)).not.toBe(before);
     const after = await termSize(page);
     await page.keyboard.type('run: stty size < /dev/tty');
     await page.keyboard.press('Enter');
-    await expect.poll(() => termText(page), { timeout: 15_000 }).toContain(after);
+    await expect.poll(() => terminalText(page), { timeout: 15_000 }).toContain(after);
 
     // Read-only: a new session whose keys never reach the agent.
     await page.getByLabel('Read-only').check();
@@ -222,18 +200,18 @@ describe.skipIf(!haveChromium)('web console with a node (chromium, tower, svcd)'
       .getByTestId('terminal-status')
       .getByText('Attached to tty on console-node (read-only).')
       .waitFor();
-    await expect.poll(() => termText(page)).toContain('echo: hello from chromium');
+    await expect.poll(() => terminalText(page)).toContain('echo: hello from chromium');
     await page.keyboard.type('not-sent-by-a-viewer');
     await page.keyboard.press('Enter');
     await page.getByLabel('Read-only').uncheck();
     await page.getByTestId('terminal-status').getByText('Attached to tty on console-node.').waitFor();
     await page.keyboard.type('sent again');
     await page.keyboard.press('Enter');
-    await expect.poll(() => termText(page), { timeout: 15_000 }).toContain('echo: sent again');
+    await expect.poll(() => terminalText(page), { timeout: 15_000 }).toContain('echo: sent again');
     // Ctrl+] leaves the terminal for the toolbar (no keyboard trap).
     await page.keyboard.press('Control+BracketRight');
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Reconnect');
-    expect(await termText(page)).not.toContain('not-sent-by-a-viewer');
+    expect(await terminalText(page)).not.toContain('not-sent-by-a-viewer');
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);

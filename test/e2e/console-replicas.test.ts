@@ -6,10 +6,16 @@
 // feed page, through the balancer, shows live the events written on either replica.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mgmtCall } from '../../src/cli/mgmt-client.js';
-import { collectPageErrors, haveChromium, launchBrowser, signInPage } from '../support/browser.js';
+import {
+  collectPageErrors,
+  haveChromium,
+  launchBrowser,
+  signInPage,
+  terminalText,
+} from '../support/browser.js';
 import { haproxyInstalled } from '../support/haproxy.js';
 import { waitFor } from '../support/poll.js';
 import { SVCD_BIN } from '../support/procs.js';
@@ -26,28 +32,6 @@ describe.skipIf(!haveChromium || !haproxyInstalled())(
     let browser: Browser;
 
     const signedIn = (base: string) => signInPage(browser, base, n.r.admin);
-
-    /** The text of the attached terminal's xterm buffer (scrollback included). */
-    const termText = (page: Page) =>
-      page.evaluate(() => {
-        const el = document.querySelector('[data-testid="terminal"]') as
-          | (HTMLElement & {
-              xterm?: {
-                buffer: {
-                  active: {
-                    length: number;
-                    getLine(i: number): { translateToString(trim: boolean): string } | undefined;
-                  };
-                };
-              };
-            })
-          | null;
-        const b = el?.xterm?.buffer.active;
-        if (!b) return '';
-        const lines: string[] = [];
-        for (let i = 0; i < b.length; i++) lines.push(b.getLine(i)?.translateToString(true) ?? '');
-        return lines.join('\n');
-      });
 
     /** The other replica than the one holding the node's channel. */
     const otherReplica = async () => {
@@ -86,7 +70,7 @@ describe.skipIf(!haveChromium || !haproxyInstalled())(
       await page.getByTestId('terminal-status').getByText(`Attached to tty on ${HOST}.`).waitFor();
       await page.keyboard.type(text);
       await page.keyboard.press('Enter');
-      await expect.poll(() => termText(page), { timeout: 15_000 }).toContain(`echo: ${text}`);
+      await expect.poll(() => terminalText(page), { timeout: 15_000 }).toContain(`echo: ${text}`);
       expect(errors).toEqual([]);
       await page.close();
     }

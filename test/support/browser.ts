@@ -58,3 +58,26 @@ export async function signInPage(browser: Browser, url: string, token: string): 
   await page.getByRole('link', { name: 'Feed' }).waitFor();
   return page;
 }
+
+/** The text of the console's attached terminal: its xterm buffer, scrollback included. */
+export function terminalText(page: Page): Promise<string> {
+  return page.evaluate(() => {
+    const el = document.querySelector('[data-testid="terminal"]') as
+      | (HTMLElement & {
+          xterm?: {
+            buffer: {
+              active: {
+                length: number;
+                getLine(i: number): { translateToString(trim: boolean): string } | undefined;
+              };
+            };
+          };
+        })
+      | null;
+    const b = el?.xterm?.buffer.active;
+    if (!b) return '';
+    const lines: string[] = [];
+    for (let i = 0; i < b.length; i++) lines.push(b.getLine(i)?.translateToString(true) ?? '');
+    return lines.join('\n');
+  });
+}
