@@ -15,6 +15,7 @@ import type { CredentialWatch } from '../auth/credential-watch.js';
 import type { Principal } from '../auth/principal.js';
 import type { TowerApp } from '../http/app.js';
 import type { RateLimiter } from '../http/rate-limit.js';
+import { releaseUpgrade } from '../http/ws-upgrade.js';
 import type { Write } from '../store/tx.js';
 import { FrameCache, httpChunk } from './frames.js';
 import type { FeedFilter, FeedHub, ResetInfo, Subscription } from './hub.js';
@@ -240,6 +241,8 @@ export const feedRoutes = fp(
         websocket: true,
       },
       async (socket: WebSocket, req) => {
+        // A stream may live for hours: it keeps nothing of its upgrade (request, reply).
+        releaseUpgrade(socket, req);
         const q = req.query;
         let after: bigint | null;
         try {

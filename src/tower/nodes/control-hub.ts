@@ -31,6 +31,7 @@ import type { CredentialWatch } from '../auth/credential-watch.js';
 import type { TowerApp } from '../http/app.js';
 import { credentialHeader } from '../http/auth-hook.js';
 import { makeAjv } from '../http/validation.js';
+import { releaseUpgrade } from '../http/ws-upgrade.js';
 import type { Write } from '../store/tx.js';
 import { nodeSchemas } from './schemas.js';
 
@@ -237,6 +238,8 @@ export const controlRoutes = fp(
       preValidation: shed,
     };
     app.get(CONTROL_PATH, route, (socket: WebSocket, req) => {
+      // A channel lives for hours: it keeps nothing of its upgrade (request, headers, reply).
+      releaseUpgrade(socket, req);
       sockets++;
       socket.once('close', () => {
         sockets--;
@@ -321,7 +324,6 @@ export const controlRoutes = fp(
           void setAgents(nodeId, 'offline');
         }
       });
-      socket.on('error', () => {});
     });
   },
   { name: 'svc-control' },
