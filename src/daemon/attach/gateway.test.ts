@@ -63,6 +63,8 @@ interface TestViewer {
   frames: Record<string, unknown>[];
   closed: Promise<number>;
   type(s: string): void;
+  /** Waits until the output holds `text`; fails at once, saying why, if the viewer is closed first. */
+  sees(what: string, text: string, opts?: { timeoutMs?: number }): Promise<void>;
 }
 
 function viewer(url: string, opts: WebSocket.ClientOptions = {}): Promise<TestViewer> {
@@ -73,13 +75,38 @@ function viewer(url: string, opts: WebSocket.ClientOptions = {}): Promise<TestVi
     if (bin) out += d.toString();
     else frames.push(JSON.parse(d.toString()) as Record<string, unknown>);
   });
-  const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
+  let closeCode: number | null = null;
+  const closed = new Promise<number>((r) =>
+    ws.once('close', (code) => {
+      closeCode = code;
+      r(code);
+    }),
+  );
   closers.push(() => {
     ws.terminate();
   });
+  // The reference agent runs from the build (dist/cli/svcd.js): when it cannot start (dist/
+  // missing, e.g. deleted by an `npm run build` in the same checkout while the tests run), the
+  // session ends with an exit frame and the agent's own error in the output. Report that at
+  // once instead of waiting out the deadline for output that can no longer come.
+  const sees = async (what: string, text: string, opts: { timeoutMs?: number } = {}) => {
+    const r = await waitFor(what, () => (out.includes(text) ? 'seen' : closeCode !== null && 'closed'), opts);
+    if (r === 'closed') {
+      throw new Error(
+        `the viewer was closed (${closeCode}) before ${what}; frames: ${JSON.stringify(frames)}; output: ${JSON.stringify(out.slice(-2000))}`,
+      );
+    }
+  };
   return new Promise((resolve, reject) => {
     ws.once('open', () =>
-      resolve({ ws, out: () => out, frames, closed, type: (s) => ws.send(Buffer.from(s), { binary: true }) }),
+      resolve({
+        ws,
+        out: () => out,
+        frames,
+        closed,
+        type: (s) => ws.send(Buffer.from(s), { binary: true }),
+        sees,
+      }),
     );
     ws.once('error', reject);
   });
@@ -93,12 +120,12 @@ describe('attach over svcd.sock', () => {
     const c = await start();
     const v = await local(c, 'agent=tty&cols=90&rows=20');
     v.type('hello attach\r');
-    await waitFor('the echo', () => v.out().includes('echo: hello attach'));
+    await v.sees('the echo', 'echo: hello attach');
     v.type('run: stty size < /dev/tty\r');
-    await waitFor('the size of the viewer', () => v.out().includes('20 90'));
+    await v.sees('the size of the viewer', '20 90');
     v.ws.send(JSON.stringify({ type: 'resize', cols: 100, rows: 31 }));
     v.type('run: stty size < /dev/tty\r');
-    await waitFor('the new size', () => v.out().includes('31 100'));
+    await v.sees('the new size', '31 100');
 
     const list = await c.call<AttachListResult>('attach.list');
     expect(list.items).toHaveLength(1);
@@ -118,19 +145,19 @@ describe('attach over svcd.sock', () => {
     const c = await start();
     const a = await local(c, 'agent=tty');
     a.type('first line\r');
-    await waitFor('the echo', () => a.out().includes('echo: first line'));
+    await a.sees('the echo', 'echo: first line');
     a.ws.close();
     await a.closed;
     // Output while nobody watches.
     await sup?.signal('tty', 'while away');
     const ro = await local(c, 'agent=tty&read_only=1');
-    await waitFor('the missed output in the snapshot', () => ro.out().includes('echo: while away'));
+    await ro.sees('the missed output in the snapshot', 'echo: while away');
     expect(ro.out()).toContain('echo: first line');
     ro.type('from read-only\r');
     ro.ws.send(JSON.stringify({ type: 'resize', cols: 50, rows: 10 }));
     const w = await local(c, 'agent=tty');
     w.type('from writer\r');
-    await waitFor('the writer echo in both', () => ro.out().includes('echo: from writer'));
+    await ro.sees('the writer echo in both', 'echo: from writer');
     expect(ro.out()).not.toContain('echo: from read-only');
     expect(sup?.terminal('tty')?.cols).not.toBe(50);
   });
@@ -155,7 +182,7 @@ describe('attach over svcd.sock', () => {
     expect(v.frames[0]).toMatchObject({ type: 'exit', code: null });
     const again = await local(c, 'agent=tty');
     again.type('after restart\r');
-    await waitFor('the echo after restart', () => again.out().includes('echo: after restart'));
+    await again.sees('the echo after restart', 'echo: after restart');
   });
 
   it('survives random control frames and binary garbage', { timeout: 60_000 }, async () => {
@@ -183,7 +210,7 @@ describe('attach over svcd.sock', () => {
     }
     const w = await local(c, 'agent=tty1');
     w.type('still here\r');
-    await waitFor('the echo', () => w.out().includes('echo: still here'));
+    await w.sees('the echo', 'echo: still here');
     expect((await c.call<AttachListResult>('attach.list')).items.map((i) => i.agent_id)).toContain('tty1');
   });
 
@@ -192,7 +219,7 @@ describe('attach over svcd.sock', () => {
     const v = await local(c, 'agent=tty&cols=200&rows=50');
     // 8 MiB: more than the flow-control watermarks, so the PTY is paused and resumed.
     v.type('head -c 8388608 /dev/zero | tr "\\0" "x"; echo; echo FLOOD-$((6*7))\r');
-    await waitFor('the end of the flood', () => v.out().includes('FLOOD-42'), { timeoutMs: 60_000 });
+    await v.sees('the end of the flood', 'FLOOD-42', { timeoutMs: 60_000 });
     // Every x of the flood, plus the one in the echoed command line.
     expect(v.out().match(/x/g)?.length).toBe(8 * 1024 * 1024 + 1);
   });
@@ -276,7 +303,7 @@ describe('attach through the tower', () => {
     // Fill the scrollback: 1 000 lines of 200 columns serialize to far more than one frame.
     const v = await local(c, 'agent=tty&cols=200&rows=50');
     v.type('seq -f "%04g $(printf "y%.0s" $(seq 190))" 1 2000; echo SEQ-$((6*7))\r');
-    await waitFor('the end of the output', () => v.out().includes('SEQ-42'), { timeoutMs: 60_000 });
+    await v.sees('the end of the output', 'SEQ-42', { timeoutMs: 60_000 });
     v.ws.close();
     await v.closed;
 

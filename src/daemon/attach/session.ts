@@ -77,8 +77,10 @@ export class TerminalSession {
   private paused = false;
   private lastWriter: Viewer | null = null;
   private ended = false;
-  private readonly offData: () => void;
-  private readonly offExit: () => void;
+  // No-ops until subscribed: a terminal that has already exited calls the exit listener from
+  // within onExit(), so end() runs before the constructor has stored what onExit() returns.
+  private offData: () => void = () => {};
+  private offExit: () => void = () => {};
 
   constructor(
     readonly terminal: AgentTerminal,
