@@ -15,7 +15,8 @@
 //
 // Options (environment): BENCH_FEED_FLEET_SUBS (10000), BENCH_FEED_FLEET_RATE (events/s, 100),
 // BENCH_DURATION (seconds of the measured step, 10), BENCH_FEED_WARMUP (seconds, 2),
-// BENCH_FEED_PROBE_RATE (POST /approvals per second, 20), BENCH_ROUNDS (1),
+// BENCH_FEED_PROBE_RATE (POST /approvals per second, 20), BENCH_ROUNDS (1, per HAProxy mode),
+// BENCH_FEED_FLEET_LB_MODES (how HAProxy balances, each measured: http,tcp),
 // BENCH_FEED_PROF=DIR (CPU profiles of the replicas there), BENCH_FEED_FLEET_BALANCERS (HAProxy
 // processes; one per 8 000 subscribers), BENCH_FEED_FLEET_DIRECT=1 (the subscribers straight on
 // the replicas: HAProxy's share of the latency), SVC_TEST_PG_URL.
@@ -46,6 +47,9 @@ const SECONDS = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.BENCH_FEED_WARMUP ?? 2);
 const PROBE_RATE = Number(process.env.BENCH_FEED_PROBE_RATE ?? 20);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+// How HAProxy balances (test/support/haproxy.ts): http reads every request and response, tcp
+// passes connections through; each mode is measured in its own rounds of the same run.
+const LB_MODES = (process.env.BENCH_FEED_FLEET_LB_MODES ?? 'http,tcp').split(',').filter(Boolean);
 const TARGET_P99_MS = 250;
 /** HAProxy processes the subscribers spread over: one holds at most ~9 000 streams here. */
 const BALANCERS = Math.max(1, Number(process.env.BENCH_FEED_FLEET_BALANCERS ?? Math.ceil(N / 8000)));
@@ -76,7 +80,7 @@ async function post(url, token, path, body) {
 }
 
 /** One round: fresh replicas, schema and HAProxy; the subscribers connect, then one step. */
-async function round(k) {
+async function round(k, mode) {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-feed-fleet-'));
   const schema = `bench_feed_fleet_${process.pid}_${randomBytes(3).toString('hex')}`;
   const masterKey = randomBytes(32).toString('hex');
@@ -102,6 +106,7 @@ async function round(k) {
           dir: lbDir,
           backends: towers.map((t) => t.url),
           maxConn: Math.ceil(N / BALANCERS) + 2000,
+          mode,
         }),
       );
     }
@@ -219,19 +224,30 @@ async function round(k) {
 
 const loadAtStart = loadNow();
 const runs = [];
-for (let k = 0; k < ROUNDS; k++) runs.push(await round(k));
+for (const mode of LB_MODES) for (let k = 0; k < ROUNDS; k++) runs.push({ ...(await round(k, mode)), mode });
 checks.orExit();
 
-const med = (f) => median(runs.map(f).filter(Number.isFinite));
+const med = (f, mode) =>
+  median(
+    runs
+      .filter((r) => r.mode === mode)
+      .map(f)
+      .filter(Number.isFinite),
+  );
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
-const p99 = med((r) => r.p99);
-const postP99 = med((r) => r.postP99);
+const byMode = LB_MODES.map((mode) => ({
+  mode,
+  p99: med((r) => r.p99, mode),
+  postP99: med((r) => r.postP99, mode),
+  postP50: med((r) => r.postP50, mode),
+}));
+const modeName = (m) => (m === 'tcp' ? 'HAProxy mode tcp' : 'HAProxy mode http');
 const table = [
-  '| round | subscribers (per replica) | events/s | delivered / expected | p50 ms | p99 ms | publish answered p50 / p99 ms | POST /approvals p50 / p99 ms | subscribers’ loop lag p99 ms | CPU % r0 / r1 / HAProxy / subscribers |',
-  '|---:|---|---:|---:|---:|---:|---:|---:|---:|---|',
+  '| HAProxy | round | subscribers (per replica) | events/s | delivered / expected | p50 ms | p99 ms | publish answered p50 / p99 ms | POST /approvals p50 / p99 ms | subscribers’ loop lag p99 ms | CPU % r0 / r1 / HAProxy / subscribers |',
+  '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|',
   ...runs.map(
     (r) =>
-      `| ${r.round + 1} | ${r.n} (${r.spread.join(', ')}) | ${r.rate} | ${r.delivered} / ${r.expected} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.publishP50)} / ${fmt(r.publishP99)} | ${fmt(r.postP50)} / ${fmt(r.postP99)} (${r.posts}) | ${fmt(r.lagP99)} | ${[r.cpu.r0, r.cpu.r1, r.cpu.haproxy, r.cpu.subscribers].map((x) => x.toFixed(0)).join(' / ')} |`,
+      `| ${r.mode} | ${r.round + 1} | ${r.n} (${r.spread.join(', ')}) | ${r.rate} | ${r.delivered} / ${r.expected} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.publishP50)} / ${fmt(r.publishP99)} | ${fmt(r.postP50)} / ${fmt(r.postP99)} (${r.posts}) | ${fmt(r.lagP99)} | ${[r.cpu.r0, r.cpu.r1, r.cpu.haproxy, r.cpu.subscribers].map((x) => x.toFixed(0)).join(' / ')} |`,
   ),
 ];
 const scaled = N !== 10_000 || RATE !== 100;
@@ -257,26 +273,33 @@ delivered, \`POST /approvals\` goes through HAProxy at ${PROBE_RATE} requests/s,
 before it is sent to the end of its answer, each answered 201 (checked): the replicas'
 latency for requests while their streams are written. CPU % is the share of one core each
 process used over the step: on a loaded machine the replicas get less than they ask for and
-latency measures that wait (compare the CPU % with the load average). ${ROUNDS} round${ROUNDS === 1 ? '' : 's'}, each with fresh replicas.
+latency measures that wait (compare the CPU % with the load average). ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} per
+HAProxy mode (${LB_MODES.join(', ')}), each with fresh replicas and HAProxy: \`http\` reads every
+request and response and balances each request; \`tcp\` balances connections and passes their
+bytes through (docs/operations.md, "Replicas behind a load balancer").
 
 ${table.join('\n')}
 
 Target (issue 33): p99 publish→receive under ${TARGET_P99_MS} ms at 10 000 subscribers x 100
-events/s: ${scaled ? 'not judged (scaled-down run)' : p99 < TARGET_P99_MS ? 'met' : 'not met'} (${fmt(p99)} ms${ROUNDS > 1 ? ', median of the rounds' : ''});
-POST /approvals p99 during the run ${fmt(postP99)} ms.
+events/s: ${byMode
+    .map(
+      (m) =>
+        `${modeName(m.mode)} ${scaled ? 'not judged (scaled-down run)' : m.p99 < TARGET_P99_MS ? 'met' : 'not met'} (${fmt(m.p99)} ms${ROUNDS > 1 ? ', median of the rounds' : ''}; POST /approvals p99 during the run ${fmt(m.postP99)} ms)`,
+    )
+    .join('; ')}.
 `,
-  [
+  byMode.flatMap((m) => [
     {
-      peer: '–',
+      peer: modeName(m.mode),
       target: `p99 < ${TARGET_P99_MS} ms, 10 000 SSE subscribers on 2 replicas x 100 events/s, every event once`,
-      result: `${fmt(p99)} ms at ${N} x ${RATE}${scaled ? ' (scaled down)' : ''}; counts checked`,
-      met: met(scaled ? null : p99 < TARGET_P99_MS),
+      result: `${fmt(m.p99)} ms at ${N} x ${RATE}${scaled ? ' (scaled down)' : ''}; counts checked`,
+      met: met(scaled ? null : m.p99 < TARGET_P99_MS),
     },
     {
-      peer: '–',
+      peer: modeName(m.mode),
       target: 'request latency bounded while streams are written (POST /approvals p99)',
-      result: `${fmt(postP99)} ms (p50 ${fmt(med((r) => r.postP50))} ms) at ${N} x ${RATE}`,
+      result: `${fmt(m.postP99)} ms (p50 ${fmt(m.postP50)} ms) at ${N} x ${RATE}`,
       met: met(null),
     },
-  ],
+  ]),
 );

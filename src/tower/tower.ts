@@ -272,6 +272,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       stats: feedStats,
       wsCompression: opts.wsCompression ?? false,
       write,
+      dialect: store.dialect,
       rateLimiter,
     });
     await app.register(historyRoutes, { store, blocks: [meshTaskBlocks] });

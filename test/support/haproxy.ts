@@ -32,6 +32,12 @@ export interface HaproxyOptions {
    * limit allows (HAProxy works it out, two descriptors per proxied connection).
    */
   maxConn?: number;
+  /**
+   * http (default): HAProxy reads every request and response, and balances each request;
+   * tcp: it balances connections and passes their bytes untouched (a client's keep-alive
+   * connection stays on one replica). docs/operations.md says what each costs a large feed.
+   */
+  mode?: 'http' | 'tcp';
 }
 
 export interface ServerState {
@@ -89,15 +95,21 @@ export function haproxyConfig(o: {
   backends: Backend[];
   checkIntervalMs: number;
   maxConn: number | null;
+  mode?: 'http' | 'tcp';
 }): string {
   const maxconn = o.maxConn === null ? '' : `  maxconn ${o.maxConn}\n`;
+  const tcp = o.mode === 'tcp';
   return `global
 ${maxconn}  stats socket ${o.socket} mode 600 level admin
   # The tests own this process: no chroot, no daemon, no syslog.
   log stderr format raw local0 err
+  # Short tasks (a new connection, a request) run between the transfers of busy streams
+  # instead of after all of them: with 5 000 SSE streams being written, a POST through
+  # HAProxy took 2.3 s p50 without it and 1.3 s with it (docs/perf-notes.md, feed-fleet).
+  tune.sched.low-latency on
 
 defaults
-  mode http
+  mode ${tcp ? 'tcp' : 'http'}
   log global
   option dontlognull
   # A replica refusing a connection (killed) sends the request to another one at once.
@@ -110,11 +122,15 @@ defaults
   timeout server 1h
   # Open WebSockets (control channels, attach, /events/ws) and long SSE responses.
   timeout tunnel 1h
-  timeout http-request 10s
+${
+  tcp
+    ? ''
+    : `  timeout http-request 10s
   # Longer than clients keep idle connections, so HAProxy is rarely the side closing one that a
   # client is about to reuse.
   timeout http-keep-alive 75s
-${maxconn}
+`
+}${maxconn}
 frontend towers_in
   # The kernel caps it at net.core.somaxconn.
   bind 127.0.0.1:${o.port} backlog 4096
@@ -177,6 +193,7 @@ async function startOnce(o: HaproxyOptions): Promise<Haproxy> {
       backends,
       checkIntervalMs: o.checkIntervalMs ?? 500,
       maxConn: o.maxConn ?? null,
+      mode: o.mode ?? 'http',
     }),
   );
   // -db: foreground, no daemon; -W would add a master process we would have to reap too.

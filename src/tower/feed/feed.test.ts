@@ -1,7 +1,7 @@
 import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { openStream } from '../../../test/support/feed-stream.js';
+import { type OpenStream, openStream } from '../../../test/support/feed-stream.js';
 import { waitFor } from '../../../test/support/poll.js';
 import { STORES, startTestTower, type TestTower } from '../../../test/support/tower.js';
 import { FakeClock } from '../../lib/clock.js';
@@ -202,12 +202,30 @@ describe.each(STORES)('feed on %s', (store) => {
     ws.close();
   });
 
+  /**
+   * Until `s` shows an event: a stream without a last event id starts at the log's head once
+   * its subscription is in place, which its response's head does not say. A node of its own
+   * publishes until the stream sees one; from then on the stream gets every new event.
+   */
+  async function live(s: OpenStream, type: 'progress' | 'matrix') {
+    const poker = (await t.call('POST', '/nodes', { hostname: `poker-${type}-${store}` })).body as {
+      id: string;
+      jwt: string;
+    };
+    let k = 0;
+    await waitFor('the stream to be live', async () => {
+      await t.call('POST', '/nodes/events', { events: [{ key: `poke-${k++}`, type, payload: {} }] }, poker.jwt);
+      return s.got.some((e) => (e.data.payload as { node_id?: string } | undefined)?.node_id === poker.id);
+    });
+  }
+
   it('takes node events once per key and stamps the node id', async () => {
     const reg = (await t.call('POST', '/nodes', { hostname: `feed-node-${store}` })).body as {
       id: string;
       jwt: string;
     };
     const s = openStream(`${base}/events/stream?type=progress`, t.adminToken);
+    await live(s, 'progress');
     const body = {
       events: [{ key: 'k1', type: 'progress', agent_id: 'a1', payload: { text: 'hi', node_id: 'forged' } }],
     };
@@ -218,9 +236,42 @@ describe.each(STORES)('feed on %s', (store) => {
       accepted: 0,
       duplicates: 1,
     });
-    await waitFor('the progress event', () => s.got.length >= 1);
-    expect(s.got[0]?.data).toMatchObject({ type: 'progress', agent_id: 'a1', payload: { node_id: reg.id } });
+    const got = await waitFor('the progress event', () => s.got.find((e) => e.data.agent_id === 'a1'));
+    expect(got.data).toMatchObject({ type: 'progress', agent_id: 'a1', payload: { node_id: reg.id } });
     expect((await t.call('POST', '/nodes/events', body)).status).toBe(403);
+    await s.close();
+  });
+
+  it("keeps a batch's order, takes a key given twice in it once, and keys are each node's own", async () => {
+    const reg = async (name: string) =>
+      (await t.call('POST', '/nodes', { hostname: `${name}-${store}` })).body as { id: string; jwt: string };
+    const [a, b] = [await reg('batch-a'), await reg('batch-b')];
+    const s = openStream(`${base}/events/stream?type=matrix`, t.adminToken);
+    await live(s, 'matrix');
+    const ev = (key: string, status: string | null) => ({ key, type: 'matrix', status, payload: { key } });
+    const batch = { events: [ev('k3', 'third'), ev('k1', 'first'), ev('k3', 'again'), ev('k2', null)] };
+    expect((await t.call('POST', '/nodes/events', batch, a.jwt)).body).toEqual({ accepted: 3, duplicates: 1 });
+    // Half of it again with one new key: only the new one lands.
+    const retry = { events: [ev('k1', 'first'), ev('k4', 'fourth')] };
+    expect((await t.call('POST', '/nodes/events', retry, a.jwt)).body).toEqual({ accepted: 1, duplicates: 1 });
+    // The same keys from another node are that node's own.
+    expect((await t.call('POST', '/nodes/events', { events: [ev('k1', 'b')] }, b.jwt)).body).toEqual({
+      accepted: 1,
+      duplicates: 0,
+    });
+    const ours = () =>
+      s.got
+        .map((e) => e.data as { status: string | null; payload: { key: string; node_id: string } })
+        .filter((d) => d.payload.node_id === a.id || d.payload.node_id === b.id);
+    await waitFor('the five events', () => ours().length >= 5);
+    const seen = ours().map((d) => [d.payload.node_id === a.id ? 'a' : 'b', d.payload.key, d.status]);
+    expect(seen).toEqual([
+      ['a', 'k3', 'third'],
+      ['a', 'k1', 'first'],
+      ['a', 'k2', null],
+      ['a', 'k4', 'fourth'],
+      ['b', 'k1', 'b'],
+    ]);
     await s.close();
   });
 });

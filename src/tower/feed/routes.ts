@@ -6,7 +6,7 @@ import websocket from '@fastify/websocket';
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { WebSocket } from 'ws';
-import type { Clock } from '../../lib/clock.js';
+import { type Clock, iso } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import { TOWER_MAX_FRAME_BYTES } from '../../protocol/attach.js';
 import { SvcError } from '../../protocol/errors.js';
@@ -19,6 +19,7 @@ import { releaseUpgrade } from '../http/ws-upgrade.js';
 import type { Write } from '../store/tx.js';
 import { FrameCache, httpChunk } from './frames.js';
 import type { FeedFilter, FeedHub, ResetInfo, Subscription } from './hub.js';
+import { publishNodeEvents } from './node-events.js';
 import { feedSchemas } from './schemas.js';
 import { FeedStats } from './stats.js';
 
@@ -75,6 +76,8 @@ export interface FeedRouteDeps extends FeedRouteOptions {
   clock: Clock;
   log: Logger;
   write: Write;
+  /** Which store the writes go to (node events are one statement on PostgreSQL). */
+  dialect: 'sqlite' | 'postgres';
   /** Streams show the principal's rate-limit block. */
   rateLimiter: RateLimiter;
   /** Re-checks the credentials of open streams; ends them once revoked. */
@@ -357,8 +360,7 @@ export const feedRoutes = fp(
       },
     );
 
-    // Events published by svcd (agent lifecycle, progress, cron fires). The key makes a batch
-    // retried after a lost reply land once; the node id is stamped by the tower, not trusted.
+    // Events published by svcd (feed/node-events.ts).
     app.post('/nodes/events', {
       config: { scope: 'feed:read' },
       schema: feedSchemas.nodeEvents,
@@ -371,31 +373,9 @@ export const feedRoutes = fp(
             throw new SvcError('forbidden', `this node may not publish events of domain ${e.domain_id}`);
           }
         }
-        const accepted = await deps.write(async (tx) => {
-          const keys = body.events.map((e) => `${nodeId}:${e.key}`);
-          const seen = new Set(
-            (await tx.db.selectFrom('node_event_keys').select('key').where('key', 'in', keys).execute()).map(
-              (r) => r.key,
-            ),
-          );
-          let n = 0;
-          for (const e of body.events) {
-            const key = `${nodeId}:${e.key}`;
-            if (seen.has(key)) continue;
-            seen.add(key);
-            await tx.db.insertInto('node_event_keys').values({ key, created_at: tx.now }).execute();
-            tx.emit({
-              type: e.type,
-              domain_id: e.domain_id ?? null,
-              mission_id: e.mission_id ?? null,
-              agent_id: e.agent_id ?? null,
-              status: e.status ?? null,
-              payload: { ...e.payload, node_id: nodeId },
-            });
-            n++;
-          }
-          return n;
-        });
+        const accepted = await publishNodeEvents(deps.write, deps.dialect, nodeId, body, () =>
+          iso(deps.clock.now()),
+        );
         return reply.code(202).send({ accepted, duplicates: body.events.length - accepted });
       },
     });
