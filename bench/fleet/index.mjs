@@ -10,7 +10,8 @@
 // Options (environment): BENCH_FLEET_SIZES (1000,5000), BENCH_FLEET_WORKERS (nodes with an
 // agent that claims, 100), BENCH_FLEET_TASKS (tasks for the claim latency, 100),
 // BENCH_FLEET_SAMPLES (nodes asked per replica for requests and attach, 100),
-// BENCH_FLEET_ECHOES (echoes per attach stream, 10), BENCH_FLEET_KILL_TASKS (200).
+// BENCH_FLEET_ECHOES (echoes per attach stream, 10), BENCH_FLEET_KILL_TASKS (200),
+// BENCH_FLEET_NODE_ARGS (flags for the replicas' node, e.g. --max-semi-space-size=8).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
@@ -29,6 +30,7 @@ const TASKS = Number(process.env.BENCH_FLEET_TASKS ?? 100);
 const SAMPLES = Number(process.env.BENCH_FLEET_SAMPLES ?? 100);
 const ECHOES = Number(process.env.BENCH_FLEET_ECHOES ?? 10);
 const KILL_TASKS = Number(process.env.BENCH_FLEET_KILL_TASKS ?? 200);
+const NODE_ARGS = (process.env.BENCH_FLEET_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const MAX_N = Math.max(...SIZES);
 const checks = countChecks('fleet');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -43,7 +45,7 @@ const dir = mkdtempSync(join(tmpdir(), 'svc-bench-fleet-'));
 const schema = `bench_fleet_${process.pid}_${randomBytes(3).toString('hex')}`;
 
 function startTower(i, masterKey) {
-  return startReplica({ home: join(dir, `r${i}`), schema, masterKey, procs });
+  return startReplica({ home: join(dir, `r${i}`), schema, masterKey, procs, nodeArgs: NODE_ARGS });
 }
 
 async function until(what, fn, timeoutMs = 120_000) {
