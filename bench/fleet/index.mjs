@@ -9,7 +9,8 @@
 //
 // Options (environment): BENCH_FLEET_SIZES (1000,5000), BENCH_FLEET_WORKERS (nodes with an
 // agent that claims, 100), BENCH_FLEET_TASKS (tasks for the claim latency, 100),
-// BENCH_FLEET_SAMPLES (nodes asked per replica for requests and attach, 100),
+// BENCH_FLEET_SAMPLES (nodes asked per replica for requests and attach, 300: a p99 of 100 is
+// the second slowest),
 // BENCH_FLEET_ECHOES (echoes per attach stream, 10), BENCH_FLEET_KILL_TASKS (200),
 // BENCH_FLEET_NODE_ARGS (flags for the replicas' node, e.g. --max-semi-space-size=8).
 import { randomBytes } from 'node:crypto';
@@ -27,7 +28,7 @@ import { createFleet } from './sim.mjs';
 const SIZES = (process.env.BENCH_FLEET_SIZES ?? '1000,5000').split(',').map(Number);
 const WORKERS = Number(process.env.BENCH_FLEET_WORKERS ?? 100);
 const TASKS = Number(process.env.BENCH_FLEET_TASKS ?? 100);
-const SAMPLES = Number(process.env.BENCH_FLEET_SAMPLES ?? 100);
+const SAMPLES = Number(process.env.BENCH_FLEET_SAMPLES ?? 300);
 const ECHOES = Number(process.env.BENCH_FLEET_ECHOES ?? 10);
 const KILL_TASKS = Number(process.env.BENCH_FLEET_KILL_TASKS ?? 200);
 const NODE_ARGS = (process.env.BENCH_FLEET_NODE_ARGS ?? '').split(' ').filter(Boolean);
