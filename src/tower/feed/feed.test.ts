@@ -214,7 +214,12 @@ describe.each(STORES)('feed on %s', (store) => {
     };
     let k = 0;
     await waitFor('the stream to be live', async () => {
-      await t.call('POST', '/nodes/events', { events: [{ key: `poke-${k++}`, type, payload: {} }] }, poker.jwt);
+      await t.call(
+        'POST',
+        '/nodes/events',
+        { events: [{ key: `poke-${k++}`, type, payload: {} }] },
+        poker.jwt,
+      );
       return s.got.some((e) => (e.data.payload as { node_id?: string } | undefined)?.node_id === poker.id);
     });
   }
@@ -250,10 +255,16 @@ describe.each(STORES)('feed on %s', (store) => {
     await live(s, 'matrix');
     const ev = (key: string, status: string | null) => ({ key, type: 'matrix', status, payload: { key } });
     const batch = { events: [ev('k3', 'third'), ev('k1', 'first'), ev('k3', 'again'), ev('k2', null)] };
-    expect((await t.call('POST', '/nodes/events', batch, a.jwt)).body).toEqual({ accepted: 3, duplicates: 1 });
+    expect((await t.call('POST', '/nodes/events', batch, a.jwt)).body).toEqual({
+      accepted: 3,
+      duplicates: 1,
+    });
     // Half of it again with one new key: only the new one lands.
     const retry = { events: [ev('k1', 'first'), ev('k4', 'fourth')] };
-    expect((await t.call('POST', '/nodes/events', retry, a.jwt)).body).toEqual({ accepted: 1, duplicates: 1 });
+    expect((await t.call('POST', '/nodes/events', retry, a.jwt)).body).toEqual({
+      accepted: 1,
+      duplicates: 1,
+    });
     // The same keys from another node are that node's own.
     expect((await t.call('POST', '/nodes/events', { events: [ev('k1', 'b')] }, b.jwt)).body).toEqual({
       accepted: 1,

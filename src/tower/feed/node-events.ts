@@ -23,7 +23,9 @@ export async function publishNodeEvents(
   return write(async (tx) => {
     const keys = body.events.map((e) => `${nodeId}:${e.key}`);
     const seen = new Set(
-      (await tx.db.selectFrom('node_event_keys').select('key').where('key', 'in', keys).execute()).map((r) => r.key),
+      (await tx.db.selectFrom('node_event_keys').select('key').where('key', 'in', keys).execute()).map(
+        (r) => r.key,
+      ),
     );
     let n = 0;
     for (const e of body.events) {
@@ -61,7 +63,12 @@ const PUBLISH_SQL = `with batch as (
   from batch b join fresh f on f.key = b.key order by b.ord
   returning 1`;
 
-async function publishInOneStatement(write: Write, nodeId: string, body: NodeEventsBody, now: string): Promise<number> {
+async function publishInOneStatement(
+  write: Write,
+  nodeId: string,
+  body: NodeEventsBody,
+  now: string,
+): Promise<number> {
   const cols: (string | null)[][] = [[], [], [], [], [], [], []];
   for (const e of body.events) {
     const row = [
