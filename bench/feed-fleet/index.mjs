@@ -27,13 +27,13 @@ import { join } from 'node:path';
 import { startHaproxy } from '../../test/support/haproxy.ts';
 import {
   checkStep,
-  clientsFor,
   cpuMs,
   delivered,
   now,
   publishAt,
   rssKiB,
   sleep,
+  splitClientsFor,
   towerPublisher,
 } from '../feed/harness.mjs';
 import { probeDomain, probeFigures, startPostProbe } from '../feed/probe.mjs';
@@ -124,7 +124,7 @@ async function round(k, mode) {
     // BENCH_FEED_FLEET_DIRECT=1: the subscribers straight on the replicas, in turn (what
     // HAProxy costs the latency, for docs/perf-notes.md; not the benchmark's own figure).
     const targets = process.env.BENCH_FEED_FLEET_DIRECT === '1' ? towers : lbs;
-    clients = clientsFor('svc', targets.map((t) => t.url).join(','), admin, N);
+    clients = splitClientsFor('svc', targets.map((t) => t.url).join(','), admin, N);
     const t0 = now();
     await clients.ask('connect');
     const connectS = (now() - t0) / 1000;
@@ -147,7 +147,11 @@ async function round(k, mode) {
     }
     const before = await clients.ask('reset');
     if (step) checkStep(checks, step.what, before, step.each, N);
-    const pids = [...towers.map((t) => t.child.pid), ...lbs.map((l) => l.child.pid), clients.child.pid];
+    const pids = [
+      ...towers.map((t) => t.child.pid),
+      ...lbs.map((l) => l.child.pid),
+      ...clients.children.map((c) => c.pid),
+    ];
     const cpu0 = pids.map(cpuMs);
     const probe =
       probeDomainId === null
@@ -184,6 +188,7 @@ async function round(k, mode) {
       p99: s.p99,
       sampled: s.sampled,
       lagP99: s.lagP99,
+      countingLagP99: s.countingLagP99,
       publishP50: publishFig.p50,
       publishP99: publishFig.p99,
       posts: postFig.n,
@@ -196,16 +201,16 @@ async function round(k, mode) {
         r0: cpu[0],
         r1: cpu[1],
         haproxy: cpu.slice(2, 2 + BALANCERS).reduce((a, b) => a + b, 0),
-        subscribers: cpu[2 + BALANCERS],
+        subscribers: cpu.slice(2 + BALANCERS).reduce((a, b) => a + b, 0),
       },
     };
     console.log(JSON.stringify(r));
     return r;
   } finally {
     if (clients) {
-      const exited = new Promise((r) => clients.child.once('exit', r));
-      clients.child.send({ cmd: 'close' });
-      await exited;
+      const exited = clients.children.map((c) => new Promise((r) => c.once('exit', r)));
+      await clients.ask('close');
+      await Promise.all(exited);
     }
     publisher?.close();
     for (const l of lbs) await l.stop();
@@ -243,11 +248,11 @@ const byMode = LB_MODES.map((mode) => ({
 }));
 const modeName = (m) => (m === 'tcp' ? 'HAProxy mode tcp' : 'HAProxy mode http');
 const table = [
-  '| HAProxy | round | subscribers (per replica) | events/s | delivered / expected | p50 ms | p99 ms | publish answered p50 / p99 ms | POST /approvals p50 / p99 ms | subscribers’ loop lag p99 ms | CPU % r0 / r1 / HAProxy / subscribers |',
+  '| HAProxy | round | subscribers (per replica) | events/s | delivered / expected | p50 ms | p99 ms | publish answered p50 / p99 ms | POST /approvals p50 / p99 ms | subscribers’ loop lag p99 ms, sampled / counting | CPU % r0 / r1 / HAProxy / subscribers |',
   '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|',
   ...runs.map(
     (r) =>
-      `| ${r.mode} | ${r.round + 1} | ${r.n} (${r.spread.join(', ')}) | ${r.rate} | ${r.delivered} / ${r.expected} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.publishP50)} / ${fmt(r.publishP99)} | ${fmt(r.postP50)} / ${fmt(r.postP99)} (${r.posts}) | ${fmt(r.lagP99)} | ${[r.cpu.r0, r.cpu.r1, r.cpu.haproxy, r.cpu.subscribers].map((x) => x.toFixed(0)).join(' / ')} |`,
+      `| ${r.mode} | ${r.round + 1} | ${r.n} (${r.spread.join(', ')}) | ${r.rate} | ${r.delivered} / ${r.expected} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.publishP50)} / ${fmt(r.publishP99)} | ${fmt(r.postP50)} / ${fmt(r.postP99)} (${r.posts}) | ${fmt(r.lagP99)} / ${fmt(r.countingLagP99)} | ${[r.cpu.r0, r.cpu.r1, r.cpu.haproxy, r.cpu.subscribers].map((x) => x.toFixed(0)).join(' / ')} |`,
   ),
 ];
 const scaled = N !== 10_000 || RATE !== 100;
@@ -259,14 +264,17 @@ writeSection(
 the start, ${loadNow()} at the end${scaled ? ` (**scaled down**: ${N} subscribers x ${RATE} events/s; the target is for 10 000 x 100)` : ''}.
 Two tower replicas (\`svc tower serve\` from dist/, one PostgreSQL schema, rate limits off)
 behind HAProxy (round-robin, \`test/support/haproxy.ts\`${BALANCERS > 1 ? `; ${BALANCERS} HAProxy processes, each over both replicas, the subscribers taking them in turn: one process holds two descriptors per stream and may hold at most 20 000 here` : ''}), all on this machine with the
-subscribers' process. ${N} SSE subscribers (\`/events/stream?type=progress\`) connect through
+subscribers' two processes. ${N} SSE subscribers (\`/events/stream?type=progress\`) connect through
 HAProxy, which spreads them over the replicas (the column says how). Events are published
 through HAProxy too (\`POST /nodes/events\`, node:http keep-alive), so each replica commits
 about half of them and hears of the rest from the other replica's sequencer (NOTIFY); ${RATE}
 events/s for ${SECONDS} s after a ${WARMUP} s warm-up that is not counted. The subscribers are
 bench/feed's: 100 sampled ones, spread over the connection order, parse every event and give
 the publish→receive latency (from the publisher's clock before the POST: publish answered is
-the POST's own time, to the commit); the others count events in the raw bytes of their socket. Counts
+the POST's own time, to the commit); the others count events in the raw bytes of their socket.
+The sampled ones run in a process of their own, connecting wave by wave with the counting
+ones' process so that they stay spread over the connection order: their timing then waits
+for nobody's counting (both processes' loop lag is in the table). Counts
 are checked, or nothing is written: each subscriber got each event exactly once (its count
 equals the events published, and no sampled one saw an event twice). While the events are
 delivered, \`POST /approvals\` goes through HAProxy at ${PROBE_RATE} requests/s, timed from just

@@ -106,16 +106,51 @@ export async function publishAt(p, rate, seconds) {
 }
 
 /** The subscribers' process (clients.mjs): `kind` svc, svc-ws or socket.io; driven by ask(). */
-export function clientsFor(kind, url, token, n) {
-  const child = fork(join(ROOT, 'bench/feed/clients.mjs'), [kind, url, token, String(n)], {
+export function clientsFor(kind, url, token, n, part = 'all') {
+  const child = fork(join(ROOT, 'bench/feed/clients.mjs'), [kind, url, token, String(n), part], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const ask = (cmd) =>
     new Promise((resolve, reject) => {
       child.once('message', (m) => (m.error ? reject(new Error(m.error)) : resolve(m)));
-      child.send({ cmd });
+      child.send(typeof cmd === 'string' ? { cmd } : cmd);
     });
-  return { child, ask };
+  return { child, children: [child], ask };
+}
+
+/**
+ * The same n subscribers in two processes: the sampled ones (which parse every event and
+ * time it) in one, the counting ones in the other, so what the counting costs does not delay
+ * the timing. They connect wave by wave together, so the sampled ones stay spread over the
+ * connection order (servers write their streams in about that order). `ask` answers as one
+ * process would: counts summed, latency and loop lag the sampled process's (`countingLagP99`
+ * beside it).
+ */
+export function splitClientsFor(kind, url, token, n) {
+  const sampled = clientsFor(kind, url, token, n, 'sampled');
+  const counting = clientsFor(kind, url, token, n, 'counting');
+  const both = (cmd) => Promise.all([sampled.ask(cmd), counting.ask(cmd)]);
+  const merge = ([s, c]) => ({
+    ...s,
+    delivered: s.delivered + c.delivered,
+    min: Math.min(s.min, c.min),
+    max: Math.max(s.max, c.max),
+    repeats: s.repeats + c.repeats,
+    lastAt: Math.max(s.lastAt ?? 0, c.lastAt ?? 0),
+    countingLagP99: c.lagP99,
+  });
+  const ask = async (cmd) => {
+    if (cmd === 'connect') {
+      for (let from = 0; from < n; from += 100) await both({ cmd, from, to: Math.min(n, from + 100) });
+      return { connected: n };
+    }
+    if (cmd === 'close') {
+      for (const c of [sampled, counting]) c.child.send({ cmd });
+      return {};
+    }
+    return merge(await both(cmd));
+  };
+  return { child: sampled.child, children: [sampled.child, counting.child], ask };
 }
 
 /** Waits until the subscribers got `expected` events, or made no progress for 3 s. */
