@@ -22,10 +22,19 @@ export async function sql(text) {
 /**
  * Starts one replica with its SVC_HOME at `home`: resolves `{ child, home, url, output }` once
  * it listens, rejects if it exits first. `procs` gets it at once (cleanup of one that never
- * listened); `nodeArgs` are flags for its node (profiles, heap snapshots); `echo` copies its
- * stdout to this process's.
+ * listened); `nodeArgs` are flags for its node (profiles, heap snapshots), `towerArgs` more
+ * options of `svc tower serve`; `echo` copies its stdout to this process's.
  */
-export function startReplica({ home, schema, masterKey, procs, nodeArgs = [], echo = false, cwd }) {
+export function startReplica({
+  home,
+  schema,
+  masterKey,
+  procs,
+  nodeArgs = [],
+  towerArgs = [],
+  echo = false,
+  cwd,
+}) {
   const env = { ...process.env, SVC_HOME: home, SVC_MASTER_KEY: masterKey };
   for (const k of Object.keys(env)) if (k.startsWith('SVC_TOWER_')) delete env[k];
   const args = [
@@ -43,6 +52,7 @@ export function startReplica({ home, schema, masterKey, procs, nodeArgs = [], ec
     '0',
     '--log-level',
     'warn',
+    ...towerArgs,
   ];
   const child = spawn(process.execPath, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

@@ -25,6 +25,11 @@ export function serveOptions(cmd: Command): Command {
         'node control channels this replica holds at most; past it a connect gets 503 with Retry-After (0 = no limit)',
         '0',
       )
+      .option(
+        '--max-connects-in-flight <n>',
+        'node connects this replica handles at once (a reconnect storm); past it a connect gets 503 with Retry-After: 1 before any lookup (0 = no limit)',
+        '256',
+      )
       .option('--database <url>', 'postgres://user@host:5432/db[?schema=NAME] (default: embedded SQLite)')
       .option('--data-dir <dir>', 'tower data directory (default: $SVC_HOME/tower)')
       .option('--tls-cert <file>', 'PEM certificate: serve HTTPS')

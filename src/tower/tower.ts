@@ -8,6 +8,7 @@ import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import { Signal } from '../lib/signal.js';
+import { CONTROL_PATH } from '../protocol/control.js';
 import { credentialRoutes } from './access/routes.js';
 import { attachRoutes } from './attach/routes.js';
 import { Authenticator } from './auth/authenticate.js';
@@ -34,6 +35,7 @@ import { meshTaskBlocks } from './mesh/event-codec.js';
 import { meshRoutes } from './mesh/routes.js';
 import { createMeshService, type MeshService } from './mesh/service.js';
 import { MIGRATIONS } from './migrations.js';
+import { admitConnects, CONNECTS_IN_FLIGHT } from './nodes/connect-admission.js';
 import { ControlHub, controlRoutes } from './nodes/control-hub.js';
 import { Presence } from './nodes/presence.js';
 import { nodeRequestRoutes } from './nodes/routes.js';
@@ -95,6 +97,11 @@ export interface TowerOptions {
   listenBacklog?: number;
   /** Node control channels this replica holds at most; past it connects get 503 (0: no limit). */
   maxNodeChannels?: number;
+  /**
+   * Node connects this replica handles at once; past it a connect gets 503 with Retry-After
+   * before any lookup (nodes/connect-admission.ts). Default CONNECTS_IN_FLIGHT; 0: no limit.
+   */
+  maxConnectsInFlight?: number;
   /**
    * The base URL other replicas reach this one at (the hop for nodes, attach streams and
    * tickets held here: nodes/forward.ts). Default: the URL it listens on.
@@ -294,6 +301,12 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       credentials,
       ...(opts.maxNodeChannels ? { maxChannels: opts.maxNodeChannels } : {}),
     });
+    // In front of the WebSocket plugin's upgrade listener, registered with the feed above.
+    const maxConnects = opts.maxConnectsInFlight ?? CONNECTS_IN_FLIGHT;
+    if (maxConnects > 0) {
+      const admission = admitConnects(app.server, { path: CONTROL_PATH, max: maxConnects });
+      app.websocketServer.on('connection', (_ws, req) => admission.opened(req));
+    }
     await app.register(nodeRequestRoutes, { hub: nodes, store, agents, presence });
     await app.register(attachRoutes, {
       ...streams,

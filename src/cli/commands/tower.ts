@@ -121,6 +121,7 @@ interface ServeFlags extends LogFlags {
   listen: string;
   listenBacklog?: string;
   maxNodeChannels: string;
+  maxConnectsInFlight: string;
   advertiseUrl?: string;
   database?: string;
   dataDir?: string;
@@ -178,6 +179,11 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         ? defaultListenBacklog()
         : parseCount(flags.listenBacklog, label('--listen-backlog'), false);
     const maxNodeChannels = parseCount(flags.maxNodeChannels, label('--max-node-channels'), true);
+    const maxConnectsInFlight = parseCount(
+      flags.maxConnectsInFlight,
+      label('--max-connects-in-flight'),
+      true,
+    );
     const advertiseUrl =
       flags.advertiseUrl === undefined
         ? undefined
@@ -229,6 +235,7 @@ export function registerTower(program: Command, deps: CommandDeps): void {
         busyTimeoutMs,
         listenBacklog,
         maxNodeChannels,
+        maxConnectsInFlight,
         ...(advertiseUrl ? { advertiseUrl } : {}),
         ...(env.SVC_MESH_IN_FLIGHT ? { meshInFlight: parseMeshInFlight(env.SVC_MESH_IN_FLIGHT) } : {}),
         ...(env.SVC_SCHEMA_PACK_FILE ? { schemaPackFile: env.SVC_SCHEMA_PACK_FILE } : {}),

@@ -1,0 +1,95 @@
+// The gate in front of node connects: past MAX in flight, 503 with Retry-After before the
+// upgrade's own listener runs; a connect leaves the count when its WebSocket opens or its
+// socket closes. The tower's wiring: test/e2e (every fleet test connects through it).
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { waitFor } from '../../../test/support/poll.js';
+import { admitConnects, CONNECTS_BUSY_RETRY_AFTER_S } from './connect-admission.js';
+
+describe('admitConnects', () => {
+  let server: Server | null = null;
+  const clients: WebSocket[] = [];
+  const sockets: Duplex[] = [];
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.terminate();
+    // Upgraded sockets are not the HTTP server's to close.
+    for (const s of sockets.splice(0)) s.destroy();
+    await new Promise((r) => server?.close(r));
+    server = null;
+  });
+
+  /** A server whose upgrade listener holds each upgrade until told to refuse or close it. */
+  async function start(max: number) {
+    server = createServer();
+    const held: { req: IncomingMessage; socket: Duplex }[] = [];
+    server.on('upgrade', (req, socket) => {
+      held.push({ req, socket });
+      sockets.push(socket);
+    });
+    const gate = admitConnects(server, { path: '/nodes/connect', max });
+    await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    return { gate, held, url: (path: string) => `ws://127.0.0.1:${port}${path}` };
+  }
+
+  /** Dials `url`; resolves with the refusal (status, Retry-After, problem code) if any. */
+  function dial(url: string) {
+    const ws = new WebSocket(url);
+    clients.push(ws);
+    ws.on('error', () => {});
+    return new Promise<{ status: number; retryAfter: string | undefined; code: string }>((resolve) => {
+      ws.once('unexpected-response', (_req, res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          body += d;
+        });
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            retryAfter: res.headers['retry-after'] as string | undefined,
+            code: (JSON.parse(body) as { code: string }).code,
+          }),
+        );
+      });
+    });
+  }
+
+  it('refuses connects past the limit at the door, and takes them again as earlier ones finish', async () => {
+    const { gate, held, url } = await start(2);
+    void dial(url('/nodes/connect'));
+    void dial(url('/nodes/connect?x=1'));
+    await waitFor('two connects in flight', () => held.length === 2);
+    expect(gate.inFlight()).toBe(2);
+
+    expect(await dial(url('/nodes/connect'))).toEqual({
+      status: 503,
+      retryAfter: String(CONNECTS_BUSY_RETRY_AFTER_S),
+      code: 'unavailable',
+    });
+    expect(held).toHaveLength(2); // the refused one never reached the listener behind the gate
+    expect(gate.refused()).toBe(1);
+
+    // Other paths pass whatever the count.
+    void dial(url('/events/ws'));
+    await waitFor('the other path', () => held.length === 3);
+    expect(gate.inFlight()).toBe(2);
+
+    // One opened (its WebSocket is up), one closed: both leave the count, once each.
+    const [first, second] = held as [(typeof held)[0], (typeof held)[0]];
+    gate.opened(first.req);
+    gate.opened(first.req);
+    second.socket.destroy();
+    await waitFor('the closed one to leave', () => gate.inFlight() === 0);
+    first.socket.destroy();
+    await new Promise((r) => setImmediate(r));
+    expect(gate.inFlight()).toBe(0);
+
+    void dial(url('/nodes/connect'));
+    await waitFor('a new connect', () => held.length === 4);
+    expect(gate.inFlight()).toBe(1);
+  });
+});
