@@ -82,3 +82,39 @@ describe('node channel limit and listen backlog', () => {
     expect(sendQ).toBe(1234);
   });
 });
+
+describe('node connects in flight', () => {
+  let t: TestTower;
+  let base: string;
+  beforeAll(async () => {
+    t = await startTestTower('sqlite', { maxConnectsInFlight: 1 });
+    base = await t.tower.listen('127.0.0.1', 0);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('frees the place of a connect refused for its credential, though its client keeps the socket', async () => {
+    // Refused with 401; the client never hangs up (as an attacker would, to hold the place).
+    const status = await new Promise<number>((resolve, reject) => {
+      const ws = new WebSocket(`${base.replace('http', 'ws')}${CONTROL_PATH}`, {
+        headers: { authorization: 'Bearer svc_not-a-token' },
+      });
+      ws.once('open', () => reject(new Error('the connect was accepted')));
+      ws.once('error', () => {});
+      ws.once('unexpected-response', (_req, res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+    });
+    expect(status).toBe(401);
+    const node = (await t.call('POST', '/nodes', { hostname: 'after-refusal' })).body as {
+      id: string;
+      jwt: string;
+    };
+    const ws = await openNodeChannel(base, node.jwt);
+    expect(t.tower.nodes.isOnline(node.id)).toBe(true);
+    ws.close();
+    await waitFor('the node to go', () => !t.tower.nodes.isOnline(node.id));
+  });
+});

@@ -1,8 +1,8 @@
 // The gate in front of node connects: past MAX in flight, 503 with Retry-After before the
 // upgrade's own listener runs; a connect leaves the count when its WebSocket opens or its
 // socket closes. The tower's wiring: test/e2e (every fleet test connects through it).
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage, type Server, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -91,5 +91,31 @@ describe('admitConnects', () => {
     void dial(url('/nodes/connect'));
     await waitFor('a new connect', () => held.length === 4);
     expect(gate.inFlight()).toBe(1);
+  });
+
+  it('lets a refused connect go once its refusal is sent, though its client keeps the socket open', async () => {
+    server = createServer();
+    const refusals: ServerResponse[] = [];
+    // As @fastify/websocket does: a response assigned to the upgrade's socket, which the
+    // route answers (here: later, by hand) unless the upgrade succeeds.
+    server.on('upgrade', (req, socket) => {
+      sockets.push(socket);
+      const res = new ServerResponse(req);
+      res.assignSocket(socket as Socket);
+      refusals.push(res);
+    });
+    const gate = admitConnects(server, { path: '/nodes/connect', max: 1 });
+    await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
+    const url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}/nodes/connect`;
+    const first = dial(url);
+    await waitFor('the connect in flight', () => refusals.length === 1);
+    expect((await dial(url)).status).toBe(503);
+    (refusals[0] as ServerResponse)
+      .writeHead(401, { 'content-type': 'application/json' })
+      .end('{"code":"x"}');
+    expect((await first).status).toBe(401);
+    await waitFor('the refused connect to leave', () => gate.inFlight() === 0);
+    void dial(url);
+    await waitFor('the next connect', () => refusals.length === 2);
   });
 });

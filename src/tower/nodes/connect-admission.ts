@@ -9,8 +9,8 @@
 //
 // The gate sits on the server's 'upgrade' event, in front of @fastify/websocket's listener
 // (it runs before the route's hooks, authentication included). A connect counts from its
-// upgrade request until its WebSocket is open or its socket closed, whichever comes first.
-import type { IncomingMessage, Server } from 'node:http';
+// upgrade request until its WebSocket is open, its refusal sent, or its socket closed.
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { problemOf, SvcError } from '../../protocol/errors.js';
 
@@ -73,6 +73,12 @@ export function admitConnects(server: Server, opts: { path: string; max?: number
       };
       (req as IncomingMessage & { [kRelease]?: () => void })[kRelease] = release;
       socket.once('close', release);
+      for (const l of inner) l.call(server, req, socket, head);
+      // Refused (401, 403, 503 …): the upgrade's response is sent and the socket may stay
+      // open as long as the client keeps it; the connect is over all the same, or a client
+      // that never hangs up could hold every place.
+      (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage?.once('finish', release);
+      return;
     }
     for (const l of inner) l.call(server, req, socket, head);
   });
