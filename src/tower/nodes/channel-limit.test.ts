@@ -1,6 +1,7 @@
 // Shedding load at the door: a replica holding its limit of node control channels answers a
 // connect 503 with Retry-After (before the upgrade; svcd's side: daemon/tower-client/
-// control-shed.test.ts), and the tower listens with a backlog sized for a fleet.
+// control-shed.test.ts), the tower listens with a backlog sized for a fleet, and a refused
+// connect does not hold a place among the connects in flight (nodes/connect-admission.ts).
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
