@@ -58,6 +58,14 @@ describe('createWrite on SQLite (grouped commits)', () => {
     expect(commits()).toBe(1);
   });
 
+  it('rejects writes that come after the store closed, instead of leaving them waiting', async () => {
+    const { write } = await open();
+    await store.close();
+    const late = await Promise.allSettled([1, 2].map((n) => write(async () => n)));
+    expect(late.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect(String((late[0] as PromiseRejectedResult).reason)).toMatch(/destroyed/);
+  });
+
   it('a write that fails on a constraint leaves earlier and later writes intact', async () => {
     const { write } = await open();
     await write(async (tx) => tx.db.insertInto('domains').values(domain('d1', tx.now)).execute());

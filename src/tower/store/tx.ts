@@ -311,6 +311,10 @@ function createGroupWrite(store: Store, clock: Clock, sink: EventSink, busyTimeo
     draining = true;
     try {
       while (queue.length > 0) await runGroup();
+    } catch (e) {
+      // No connection to be had (the store closed under a late write, the driver gone):
+      // none of the waiting writes ran, and each gets the error rather than waiting forever.
+      for (const job of queue.splice(0)) job.reject(e);
     } finally {
       draining = false;
     }
