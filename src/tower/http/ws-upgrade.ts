@@ -16,6 +16,9 @@ import type { Socket } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 
+/** The error listener of sockets that have nothing to say of their errors: one for all. */
+const ignore = (): void => {};
+
 /**
  * Lets go of the upgrade's request and response: detaches the response from the connection,
  * drops the listeners the upgrade left on `socket` ('error') and installs `onError` instead
@@ -25,7 +28,7 @@ import type { WebSocket } from 'ws';
 export function releaseUpgrade(
   socket: WebSocket,
   req: FastifyRequest,
-  onError: (err: Error) => void = () => {},
+  onError: (err: Error) => void = ignore,
 ): void {
   const conn = req.raw.socket as Socket & { _httpMessage?: ServerResponse | null };
   const res = conn._httpMessage;

@@ -2,7 +2,7 @@
 // upgrade's own listener runs; a connect leaves the count when its WebSocket opens or its
 // socket closes. The tower's wiring: test/e2e (every fleet test connects through it).
 import { createServer, type IncomingMessage, type Server, ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -91,6 +91,28 @@ describe('admitConnects', () => {
     void dial(url('/nodes/connect'));
     await waitFor('a new connect', () => held.length === 4);
     expect(gate.inFlight()).toBe(1);
+  });
+
+  it('closes a connect it refuses once the answer is sent, though the client never hangs up', async () => {
+    const { url } = await start(0);
+    const refusedSockets: Duplex[] = [];
+    // Listeners added after the gate see every upgrade, refused ones included.
+    server?.on('upgrade', (_req, socket) => refusedSockets.push(socket));
+    const { port } = new URL(url('/'));
+    const client = connect({ host: '127.0.0.1', port: Number(port), allowHalfOpen: true });
+    sockets.push(client);
+    let answer = '';
+    client.setEncoding('utf8');
+    client.on('data', (d: string) => {
+      answer += d;
+    });
+    client.write(
+      'GET /nodes/connect HTTP/1.1\r\nhost: x\r\nconnection: Upgrade\r\nupgrade: websocket\r\n' +
+        'sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    );
+    await waitFor('the answer', () => answer.includes('"code":"unavailable"'));
+    expect(answer.startsWith('HTTP/1.1 503')).toBe(true);
+    await waitFor('the refused socket to be closed', () => refusedSockets[0]?.destroyed === true);
   });
 
   it('lets a refused connect go once its refusal is sent, though its client keeps the socket open', async () => {

@@ -60,7 +60,8 @@ export function admitConnects(server: Server, opts: { path: string; max?: number
       if (inFlight >= max) {
         refused++;
         socket.on('error', () => {});
-        socket.end(answer);
+        // Closed once answered: a client that never hangs up holds no socket here.
+        socket.end(answer, () => socket.destroy());
         return;
       }
       inFlight++;
