@@ -186,6 +186,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     const eventRetentionMs = opts.eventRetentionMs ?? 7 * 86_400_000;
     const auth = new Authenticator({
       db: store.db,
+      dialect: store.dialect,
       clock,
       keys,
       oidc: opts.oidc ? createOidcVerifier(opts.oidc, clock) : null,

@@ -3,10 +3,11 @@
 // or rotated credential keeps working on an open stream or a busy replica. recheck() serves
 // the re-checks of open connections (credential-watch.ts) in bulk.
 import { decodeProtectedHeader } from 'jose';
+import { sql } from 'kysely';
 import type { Clock } from '../../lib/clock.js';
 import { isSvcError, SvcError } from '../../protocol/errors.js';
 import type { Scope } from '../../protocol/scopes.js';
-import type { Db } from '../store/types.js';
+import type { Db, Dialect } from '../store/types.js';
 import type { OidcVerifier } from './oidc.js';
 import type { Principal } from './principal.js';
 import { NODE_JWT_ISSUER, type NodeClaims, type SigningKeys } from './signing-keys.js';
@@ -14,6 +15,8 @@ import { findTokenByHash, hashToken, TOKEN_PREFIX } from './tokens.js';
 
 export interface AuthenticatorDeps {
   db: Db;
+  /** Which SQL the bulk re-check of node JWTs speaks. */
+  dialect: Dialect;
   clock: Clock;
   keys: SigningKeys;
   oidc: OidcVerifier | null;
@@ -29,15 +32,28 @@ const NODE_SCOPES: Scope[] = ['feed:read', 'work:write'];
 /** How old the signing keys may be for a fresh lookup (open channels' re-checks). */
 const FRESH_KEYS_MS = 500;
 
-/** Nodes whose rows one re-check query reads. */
-const RECHECK_BATCH = 500;
+/** Nodes one re-check query asks about. */
+const RECHECK_BATCH = 5000;
 
 /** A re-check's verdict on one credential: still good, refused (why), or not known this time
  * (the store did not answer: not a revocation). */
 export type Recheck = { ok: true } | { ok: false; why: string } | { ok: 'unknown'; err: unknown };
 
-/** A node JWT whose signature verified: its claims and the key that signed it. */
-type VerifiedNode = NodeClaims & { kid: string };
+/** The verdict of every credential still good (one object for all of them). */
+const STILL_GOOD: Recheck = Object.freeze({ ok: true });
+
+/**
+ * A node JWT whose signature verified: its claims, the key that signed it, and the principal
+ * it stands for (a node's hostname and domains never change: re-registering only rotates its
+ * jti, which ends this JWT).
+ */
+type VerifiedNode = NodeClaims & {
+  kid: string;
+  principal: Principal;
+  jwt: string;
+  /** `["<node id>","<jti>"]`: this JWT's entry in a re-check's list (staleNodes). */
+  pair: string;
+};
 
 type NodeRow = { id: string; hostname: string; jti: string; domains: string | null };
 
@@ -53,6 +69,8 @@ export class Authenticator {
    * credential ends by re-registration or a retired key: SigningKeys.signNode), so a re-check
    * needs only its key to be active and its node's row to name its jti still. */
   private verifiedNodes = new Map<string, VerifiedNode>();
+  /** The verified node JWT each Authorization header re-checked before carries. */
+  private nodeHeaders = new Map<string, VerifiedNode>();
   private readonly cacheMs: number;
 
   constructor(private readonly deps: AuthenticatorDeps) {
@@ -143,9 +161,16 @@ export class Authenticator {
       .executeTakeFirst();
     const refused = nodeRefusal(node, claims);
     if (refused !== null) throw new SvcError('unauthenticated', refused);
+    const principal = nodePrincipal(node as NodeRow);
     if (this.verifiedNodes.size > 100_000) this.verifiedNodes.clear();
-    this.verifiedNodes.set(jwt, { ...claims, kid: decodeProtectedHeader(jwt).kid ?? '' });
-    return nodePrincipal(node as NodeRow);
+    this.verifiedNodes.set(jwt, {
+      ...claims,
+      kid: decodeProtectedHeader(jwt).kid ?? '',
+      principal,
+      jwt,
+      pair: JSON.stringify([claims.sub, claims.jti]),
+    });
+    return principal;
   }
 
   /**
@@ -157,71 +182,117 @@ export class Authenticator {
    */
   async recheck(headers: readonly string[]): Promise<Map<string, Recheck>> {
     const out = new Map<string, Recheck>();
-    const nodes: { header: string; jwt: string; claims: VerifiedNode }[] = [];
+    const nodeHeaders: string[] = [];
+    const nodes: VerifiedNode[] = [];
     const singles: Promise<void>[] = [];
     for (const header of headers) {
-      const jwt = bearer(header);
-      const claims = jwt === null ? undefined : this.verifiedNodes.get(jwt);
-      if (jwt !== null && claims !== undefined) nodes.push({ header, jwt, claims });
-      else
+      const node = this.verifiedNodeOf(header);
+      if (node !== undefined) {
+        nodeHeaders.push(header);
+        nodes.push(node);
+      } else
         singles.push(
           this.fromHeader(header, { fresh: true }).then(
-            () => void out.set(header, { ok: true }),
+            () => void out.set(header, STILL_GOOD),
             (e: unknown) => void out.set(header, verdict(e)),
           ),
         );
     }
     if (nodes.length > 0) {
       try {
-        await this.recheckNodes(nodes, out);
+        await this.recheckNodes(nodeHeaders, nodes, out);
       } catch (e) {
-        for (const n of nodes) if (!out.has(n.header)) out.set(n.header, { ok: 'unknown', err: e });
+        for (const h of nodeHeaders) if (!out.has(h)) out.set(h, { ok: 'unknown', err: e });
       }
     }
     await Promise.all(singles);
     return out;
   }
 
+  /** The verified node JWT `header` carries, or undefined (not a node JWT verified before). */
+  private verifiedNodeOf(header: string): VerifiedNode | undefined {
+    const known = this.nodeHeaders.get(header);
+    // Still verified: a refused JWT leaves verifiedNodes (and may be verified anew).
+    if (known !== undefined && this.verifiedNodes.get(known.jwt) === known) return known;
+    const jwt = bearer(header);
+    const node = jwt === null ? undefined : this.verifiedNodes.get(jwt);
+    if (node === undefined) {
+      if (known !== undefined) this.nodeHeaders.delete(header);
+      return undefined;
+    }
+    if (this.nodeHeaders.size > 100_000) this.nodeHeaders.clear();
+    this.nodeHeaders.set(header, node);
+    return node;
+  }
+
+  /**
+   * Re-checks verified node JWTs (`nodes[i]` carried by `headers[i]`), writing a verdict for
+   * each header into `out`. A pass over a fleet's channels runs twice a second, so it
+   * allocates next to nothing per node: only the nodes whose row no longer names their JWT's
+   * jti come back from the store (none, mostly), and a good one's cache entry is renewed in
+   * place. Reading every row back made garbage that lived just long enough to be promoted:
+   * a replica with 2 500 channels grew by megabytes a second between full collections
+   * (docs/perf-notes.md, "the re-check's garbage").
+   */
   private async recheckNodes(
-    nodes: { header: string; jwt: string; claims: VerifiedNode }[],
+    headers: string[],
+    nodes: VerifiedNode[],
     out: Map<string, Recheck>,
   ): Promise<void> {
     await this.deps.keys.freshen(FRESH_KEYS_MS);
-    const refuse = (n: { header: string; jwt: string }, why: string) => {
+    const refuse = (i: number, why: string) => {
+      const n = nodes[i] as VerifiedNode;
       this.verifiedNodes.delete(n.jwt);
       this.cache.delete(n.jwt);
-      out.set(n.header, { ok: false, why });
+      out.set(headers[i] as string, { ok: false, why });
     };
-    const live = nodes.filter((n) => {
-      if (this.deps.keys.isActive(n.claims.kid)) return true;
-      refuse(n, `invalid node token: unknown key id ${n.claims.kid}`);
-      return false;
-    });
-    const ids = [...new Set(live.map((n) => n.claims.sub))];
-    const rows = new Map<string, NodeRow>();
-    for (let i = 0; i < ids.length; i += RECHECK_BATCH) {
-      const batch = await this.deps.db
-        .selectFrom('nodes')
-        .select(['id', 'hostname', 'jti', 'domains'])
-        .where('id', 'in', ids.slice(i, i + RECHECK_BATCH))
-        .execute();
-      for (const r of batch) rows.set(r.id, r);
+    const live: VerifiedNode[] = [];
+    for (const [i, n] of nodes.entries()) {
+      if (this.deps.keys.isActive(n.kid)) live.push(n);
+      else refuse(i, `invalid node token: unknown key id ${n.kid}`);
+    }
+    const stale = new Map<string, string | null>();
+    for (let i = 0; i < live.length; i += RECHECK_BATCH) {
+      for (const r of await this.staleNodes(live.slice(i, i + RECHECK_BATCH))) stale.set(r.id, r.jti);
     }
     const now = this.deps.clock.now();
-    for (const n of live) {
-      const row = rows.get(n.claims.sub);
-      const refused = nodeRefusal(row, n.claims);
-      if (refused !== null) refuse(n, refused);
-      else {
-        out.set(n.header, { ok: true });
-        this.cache.set(n.jwt, { principal: nodePrincipal(row as NodeRow), at: now });
+    for (const [i, n] of nodes.entries()) {
+      if (out.has(headers[i] as string)) continue;
+      const jti = stale.get(n.sub);
+      if (jti !== undefined) {
+        refuse(i, nodeRefusal(jti === null ? undefined : { jti }, n) ?? 'node token was rotated');
+        continue;
       }
+      out.set(headers[i] as string, STILL_GOOD);
+      const cached = this.cache.get(n.jwt);
+      if (cached !== undefined && cached.principal === n.principal) cached.at = now;
+      else this.cache.set(n.jwt, { principal: n.principal, at: now });
     }
+  }
+
+  /**
+   * Of these verified node JWTs, the nodes whose row is gone (jti null) or names another jti.
+   * The list goes as one JSON text of `[id, jti]` pairs, made of each JWT's pair kept since
+   * it was verified.
+   */
+  private async staleNodes(nodes: readonly VerifiedNode[]): Promise<{ id: string; jti: string | null }[]> {
+    const pairs = `[${nodes.map((n) => n.pair).join(',')}]`;
+    const query =
+      this.deps.dialect === 'postgres'
+        ? sql<{ id: string; jti: string | null }>`
+            select e ->> 0 as id, n.jti from json_array_elements(${pairs}::json) e
+            left join nodes n on n.id = e ->> 0
+            where n.jti is distinct from e ->> 1`
+        : sql<{ id: string; jti: string | null }>`
+            select json_extract(e.value, '$[0]') as id, n.jti from json_each(${pairs}) e
+            left join nodes n on n.id = json_extract(e.value, '$[0]')
+            where n.jti is not json_extract(e.value, '$[1]')`;
+    return (await query.execute(this.deps.db)).rows;
   }
 }
 
 /** Why a verified node JWT no longer authenticates its node (null: it does). */
-function nodeRefusal(node: NodeRow | undefined, claims: NodeClaims): string | null {
+function nodeRefusal(node: Pick<NodeRow, 'jti'> | undefined, claims: NodeClaims): string | null {
   if (!node) return 'node is not registered: run "svc agent node register"';
   if (node.jti !== claims.jti) return 'node token was rotated by a later registration: use the new node.json';
   return null;

@@ -77,16 +77,21 @@ export class CredentialWatch {
     const now = this.deps.clock.now();
     const keepalive = now - this.lastKeepalive >= KEEPALIVE_MS;
     if (keepalive) this.lastKeepalive = now;
-    const entries = [...this.byHeader];
+    // A pass over a fleet's channels runs twice a second: it copies nothing it need not.
+    const headers = [...this.byHeader.keys()];
     let verdicts: Map<string, Recheck>;
     try {
-      verdicts = await this.deps.auth.recheck(entries.map(([header]) => header));
+      verdicts = await this.deps.auth.recheck(headers);
     } catch (e) {
-      verdicts = new Map(entries.map(([header]) => [header, { ok: 'unknown', err: e }]));
+      verdicts = new Map(headers.map((header) => [header, { ok: 'unknown', err: e }]));
     }
     let unknown = 0;
     let firstError: unknown;
-    for (const [header, streams] of entries) {
+    for (const header of headers) {
+      // The streams of this credential now: gone ones are not ended, ones opened while it
+      // was checked are (a refused credential ends every stream it opened).
+      const streams = this.byHeader.get(header);
+      if (streams === undefined) continue;
       const v = verdicts.get(header);
       // A store that does not answer is not a revocation: keep the streams, ask again.
       if (v === undefined || v.ok === 'unknown') {
@@ -94,10 +99,8 @@ export class CredentialWatch {
         firstError ??= v?.err;
         continue;
       }
-      for (const s of [...streams]) {
-        if (v.ok === false) s.end(v.why);
-        else if (keepalive) s.keepalive?.();
-      }
+      if (v.ok === false) for (const s of [...streams]) s.end(v.why);
+      else if (keepalive) for (const s of streams) s.keepalive?.();
     }
     if (unknown > 0) {
       this.log.warn({ err: firstError, credentials: unknown }, 'cannot re-check credentials; trying again');

@@ -23,7 +23,7 @@ describe.each(STORES)('re-checking open connections’ credentials (%s)', (store
     t = await startTestTower(store, { clock });
     const { db, dialect } = t.tower.store;
     keys = new SigningKeys(db, dialect, clock);
-    auth = new Authenticator({ db, clock, keys, oidc: null });
+    auth = new Authenticator({ db, dialect, clock, keys, oidc: null });
   });
   afterAll(async () => {
     await t?.close();
@@ -51,6 +51,21 @@ describe.each(STORES)('re-checking open connections’ credentials (%s)', (store
     expect((await auth.recheck([bearer(rotated.jwt)])).get(bearer(rotated.jwt))).toEqual({ ok: true });
     expect(verify).toHaveBeenCalledTimes(1);
     verify.mockRestore();
+  });
+
+  it('refuses the JWT of a node whose row is gone, and keeps its neighbours', async () => {
+    const gone = await register(`recheck-gone-${store}`);
+    const kept = await register(`recheck-kept-${store}`);
+    for (const n of [gone, kept]) await auth.fromHeader(bearer(n.jwt));
+    await t.tower.store.db.deleteFrom('nodes').where('id', '=', gone.id).execute();
+    const v = await auth.recheck([bearer(gone.jwt), bearer(kept.jwt)]);
+    expect(v.get(bearer(gone.jwt))).toEqual({
+      ok: false,
+      why: 'node is not registered: run "svc agent node register"',
+    });
+    expect(v.get(bearer(kept.jwt))).toEqual({ ok: true });
+    // Forgotten: a later lookup asks the store again (and is refused).
+    await expect(auth.fromHeader(bearer(gone.jwt))).rejects.toThrow(/not registered/);
   });
 
   it('refuses the JWTs of a retired signing key at the next re-check', async () => {
