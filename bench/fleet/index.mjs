@@ -12,9 +12,11 @@
 // BENCH_FLEET_SAMPLES (nodes asked per replica for requests and attach, 300: a p99 of 100 is
 // the second slowest),
 // BENCH_FLEET_ECHOES (echoes per attach stream, 10), BENCH_FLEET_KILL_TASKS (200),
-// BENCH_FLEET_NODE_ARGS (flags for the replicas' node, e.g. --max-semi-space-size=8).
+// BENCH_FLEET_NODE_ARGS (flags for the replicas' node, e.g. --max-semi-space-size=8),
+// BENCH_FLEET_LOGS (a directory for each replica's output, e.g. with --trace-gc),
+// BENCH_FLEET_SETTLE_S (seconds RSS is watched after the connects, 30).
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -29,6 +31,10 @@ const SIZES = (process.env.BENCH_FLEET_SIZES ?? '1000,5000').split(',').map(Numb
 const WORKERS = Number(process.env.BENCH_FLEET_WORKERS ?? 100);
 const TASKS = Number(process.env.BENCH_FLEET_TASKS ?? 100);
 const SAMPLES = Number(process.env.BENCH_FLEET_SAMPLES ?? 300);
+/** Requests and attach streams in flight at once in the loaded step. */
+const CONCURRENCY = 8;
+/** Seconds RSS is watched after the connects (every 5 s). */
+const SETTLE_S = Number(process.env.BENCH_FLEET_SETTLE_S ?? 30);
 const ECHOES = Number(process.env.BENCH_FLEET_ECHOES ?? 10);
 const KILL_TASKS = Number(process.env.BENCH_FLEET_KILL_TASKS ?? 200);
 const NODE_ARGS = (process.env.BENCH_FLEET_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -225,19 +231,60 @@ async function crossReplica(lb, towers, admin, fleet) {
   const where = await holders(lb, fleet);
   checks.exact('nodes whose holding replica HAProxy names', where.size, fleet.sims.length);
   const sample = [...where].slice(0, SAMPLES);
-  const out = { same: { req: [], attach: [] }, other: { req: [], attach: [] } };
-  await pool(sample, 8, async ([nodeId, r]) => {
+  const out = {
+    same: { req: [], attach: [] },
+    other: { req: [], attach: [] },
+    alone: { same: [], other: [] },
+  };
+  // One at a time first: what a request costs with the fleet connected and nothing else
+  // asked of the machine; then CONCURRENCY at a time, where the 2 cores run out (the
+  // replicas, PostgreSQL, the simulator and this process share them) and requests queue.
+  for (const [nodeId, r] of sample) {
+    out.alone.same.push(await nodeRequest(towers[r].url, admin, nodeId));
+    out.alone.other.push(await nodeRequest(towers[1 - r].url, admin, nodeId));
+  }
+  // Each replica's own view of the step: its event loop's delay (prom-client resets it at
+  // every scrape, so the second scrape covers the step) and its GC pauses.
+  const before = await Promise.all(towers.map((t) => loopAndGc(t.url, admin)));
+  await pool(sample, CONCURRENCY, async ([nodeId, r]) => {
     out.same.req.push(await nodeRequest(towers[r].url, admin, nodeId));
     out.other.req.push(await nodeRequest(towers[1 - r].url, admin, nodeId));
   });
-  await pool(sample.slice(0, Math.max(1, Math.floor(SAMPLES / 4))), 8, async ([nodeId, r]) => {
+  await pool(sample.slice(0, Math.max(1, Math.floor(SAMPLES / 4))), CONCURRENCY, async ([nodeId, r]) => {
     out.same.attach.push(await attachEcho(towers[r].url, admin, nodeId));
     out.other.attach.push(await attachEcho(towers[1 - r].url, admin, nodeId));
   });
+  const after = await Promise.all(towers.map((t) => loopAndGc(t.url, admin)));
+  out.replicas = after.map((a, i) => ({
+    lagP99: a.lagP99,
+    lagMax: a.lagMax,
+    gcCount: a.gcCount - before[i].gcCount,
+    gcMs: a.gcMs - before[i].gcMs,
+  }));
   for (const k of ['same', 'other']) {
     checks.exact(`${k}-replica node requests answered`, out[k].req.length, sample.length);
+    checks.exact(`${k}-replica node requests answered, one at a time`, out.alone[k].length, sample.length);
   }
   return out;
+}
+
+/**
+ * A replica's event-loop delay p99 and max since its last scrape (ms), and its GC pauses so
+ * far (count, total ms), from its /metrics (prom-client's default metrics).
+ */
+async function loopAndGc(url, admin) {
+  const res = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${admin}` } });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`GET ${url}/metrics: ${res.status} ${text.slice(0, 200)}`);
+  const one = (name) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+  const sum = (name) =>
+    [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\S+)`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
+  return {
+    lagP99: one('svc_tower_nodejs_eventloop_lag_p99_seconds') * 1000,
+    lagMax: one('svc_tower_nodejs_eventloop_lag_max_seconds') * 1000,
+    gcCount: sum('svc_tower_nodejs_gc_duration_seconds_count'),
+    gcMs: sum('svc_tower_nodejs_gc_duration_seconds_sum') * 1000,
+  };
 }
 
 function describeReq(list) {
@@ -315,6 +362,16 @@ async function main() {
     await sleep(2000);
     const rssAfter = towers.map((t) => rssKiB(t.child.pid));
     const perChannelKiB = (rssAfter.reduce((a, b) => a + b, 0) - rssBefore.reduce((a, b) => a + b, 0)) / N;
+    // And over the next SETTLE_S seconds, idle but for the workers' polls and the heartbeats:
+    // what the heap grows to between collections counts as much as what the channels hold.
+    let perChannelPeakKiB = perChannelKiB;
+    for (let t = 5; t <= SETTLE_S; t += 5) {
+      await sleep(5000);
+      const rss = towers.map((x) => rssKiB(x.child.pid));
+      const kib = (rss.reduce((a, b) => a + b, 0) - rssBefore.reduce((a, b) => a + b, 0)) / N;
+      perChannelPeakKiB = Math.max(perChannelPeakKiB, kib);
+      console.log(`fleet: N=${N} +${t} s: RSS per channel ${kib.toFixed(1)} KiB`);
+    }
 
     // task created → claimed, one task at a time, with all N connected.
     currentMission = mission;
@@ -342,14 +399,18 @@ async function main() {
       failedAttempts,
       refused503: fleet.stats.refused503,
       perChannelKiB,
+      perChannelPeakKiB,
       rssAfter,
       claim: stats(latencies),
       attempts: { ...stats(attempts), mean: attempts.reduce((a, b) => a + b, 0) / attempts.length },
       pollCalls,
       sameReq: describeReq(cross.same.req),
       otherReq: describeReq(cross.other.req),
+      sameAlone: describeReq(cross.alone.same),
+      otherAlone: describeReq(cross.alone.other),
       sameAttach: describeAttach(cross.same.attach),
       otherAttach: describeAttach(cross.other.attach),
+      replicas: cross.replicas,
     };
     console.log(JSON.stringify(r));
     results.push(r);
@@ -419,15 +480,19 @@ HAProxy and speaks the control protocol as svcd does (hello, agent_status, node.
 attach dial-back echoing bytes, claim and complete over \`/mcp/call\` on task_ready and a 2 s
 poll), decoding every message with svcd's schemas, reconnecting with svcd's backoff.
 ${WORKERS} of the nodes have an agent in the tasks' domain. Connect: all N dialled at once,
-until the last welcome. RSS per channel: the replicas' RSS with all N connected minus their
-RSS before the first size's channels (the nodes registered, no channel yet), over N; it counts
-the heap's garbage and headroom as well as what the channels hold (\`node
-bench/fleet/channel-heap.mjs\` splits the two). Claim: one \`first_claim\` task at a time, from the POST to the claim answer that
+until the last welcome. RSS per channel: the replicas' RSS 2 s after the last welcome minus
+their RSS before the first size's channels (the nodes registered, no channel yet), over N,
+then every 5 s for ${SETTLE_S} s more (the highest shown): it counts the heap's garbage and
+headroom as well as what the channels hold (\`node bench/fleet/channel-heap.mjs\` splits the
+two). Claim: one \`first_claim\` task at a time, from the POST to the claim answer that
 carries it; claim calls per task: every \`claim_mesh_task\` call its task_ready caused (each
 woken worker's, again when it was already claiming, and the claimer's next call, which finds
 the queue empty), besides the poll's calls of those seconds, counted apart. Requests and attach: ${SAMPLES} nodes (attach: a quarter of them, ${ECHOES}
 echoes each), asked straight at the replica holding the node's channel (HAProxy's sessions say
-which) and at the other one. Kill: at N = ${big.N}, ${KILL_TASKS} tasks (lease 5 s) submitted
+which) and at the other one: requests first one at a time, then ${CONCURRENCY} at a time (which
+keeps the 2 cores busy: requests queue for them), attach ${CONCURRENCY} at a time. The replicas'
+event-loop delay (p99 and max, 10 ms resolution) and GC pauses over those steps are read from
+their /metrics. Kill: at N = ${big.N}, ${KILL_TASKS} tasks (lease 5 s) submitted
 through HAProxy one per 20 ms; after a quarter, replica r0 gets SIGKILL.
 
 Machine: ${machine()}; load average ${LOAD_AT_START} at the start of the run, ${loadNow()} at
@@ -436,13 +501,16 @@ its end (the machine is shared: other work's load shows in every figure here).
 | | ${results.map((r) => `N = ${r.N}`).join(' | ')} |
 | --- | ${results.map(() => '---').join(' | ')} |
 ${row('connect, all N at once', (r) => `${ms(r.connectMs)} (${r.failedAttempts} failed attempts, ${r.refused503} × 503)`)}
-${row('tower RSS per node channel', (r) => `${r.perChannelKiB.toFixed(1)} KiB (replicas ${r.rssAfter.map((k) => `${Math.round(k / 1024)} MiB`).join(' + ')})`)}
+${row('tower RSS per node channel', (r) => `${r.perChannelKiB.toFixed(1)} KiB (replicas ${r.rssAfter.map((k) => `${Math.round(k / 1024)} MiB`).join(' + ')}); at most ${r.perChannelPeakKiB.toFixed(1)} KiB over the next ${SETTLE_S} s`)}
 ${row('task created → claimed, p50 / p99', (r) => `${ms(r.claim.p50)} / ${ms(r.claim.p99)} (${r.claim.n} tasks)`)}
 ${row('claim calls per task, p50 / p99 (mean)', (r) => `${r.attempts.p50} / ${r.attempts.p99} (${r.attempts.mean.toFixed(1)}; and ${r.pollCalls} poll calls in all)`)}
-${row('node request, same replica, p50 / p99', (r) => req(r.sameReq))}
-${row('node request, other replica, p50 / p99', (r) => req(r.otherReq))}
+${row('node request one at a time, same replica, p50 / p99', (r) => req(r.sameAlone))}
+${row('node request one at a time, other replica, p50 / p99', (r) => req(r.otherAlone))}
+${row(`node request ${CONCURRENCY} at a time, same replica, p50 / p99`, (r) => req(r.sameReq))}
+${row(`node request ${CONCURRENCY} at a time, other replica, p50 / p99`, (r) => req(r.otherReq))}
 ${row('attach echo, same replica, p50 / p99', (r) => req(r.sameAttach))}
 ${row('attach echo, other replica, p50 / p99', (r) => req(r.otherAttach))}
+${row('replicas during requests and attach: loop delay p99 / max; GC pauses', (r) => r.replicas.map((x) => `${ms(x.lagP99)} / ${ms(x.lagMax)}; ${x.gcCount} in ${ms(x.gcMs)}`).join(' · '))}
 
 Kill -9 of one replica at N = ${big.N}: ${kill.dropped} channels dropped, every node back
 ${ms(kill.backMs)} after the kill; tasks lost ${kill.lost} of ${KILL_TASKS}, completed twice
@@ -458,14 +526,14 @@ replicas are in docs/perf-notes.md.
     {
       peer: '–',
       target: `${big.N} nodes on 2 replicas, < 20 KiB tower memory per channel`,
-      result: `${big.N} connected in ${ms(big.connectMs)}, ${big.perChannelKiB.toFixed(1)} KiB per channel`,
-      met: met(big.perChannelKiB < 20),
+      result: `${big.N} connected in ${ms(big.connectMs)}, ${big.perChannelKiB.toFixed(1)} KiB per channel (at most ${big.perChannelPeakKiB.toFixed(1)} over the next ${SETTLE_S} s)`,
+      met: met(Math.max(big.perChannelKiB, big.perChannelPeakKiB) < 20),
     },
     {
       peer: 'same replica',
       target: 'node request through the other replica p99 < 50 ms',
-      result: `${req(big.otherReq)} (same replica ${ms(big.sameReq.p99)})`,
-      met: met(otherOk(big.otherReq)),
+      result: `one at a time ${req(big.otherAlone)} (same replica ${ms(big.sameAlone.p99)}); ${CONCURRENCY} at a time ${ms(big.otherReq.p50)} / ${ms(big.otherReq.p99)} (same replica ${ms(big.sameReq.p99)})`,
+      met: met(otherOk(big.otherAlone)),
     },
     {
       peer: 'same replica',
@@ -483,6 +551,14 @@ replicas are in docs/perf-notes.md.
 }
 
 async function cleanup() {
+  // BENCH_FLEET_LOGS=DIR keeps what each replica printed (with --trace-gc in
+  // BENCH_FLEET_NODE_ARGS, every collection and its pause).
+  if (process.env.BENCH_FLEET_LOGS) {
+    mkdirSync(process.env.BENCH_FLEET_LOGS, { recursive: true });
+    procs.forEach((p, i) => {
+      if (p.output) writeFileSync(join(process.env.BENCH_FLEET_LOGS, `replica-${i}.log`), p.output());
+    });
+  }
   for (const p of procs)
     if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
   await sleep(200);
