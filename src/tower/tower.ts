@@ -303,11 +303,12 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
       ...(opts.maxNodeChannels ? { maxChannels: opts.maxNodeChannels } : {}),
     });
     // In front of the WebSocket plugin's upgrade listener, registered with the feed above.
-    const maxConnects = opts.maxConnectsInFlight ?? CONNECTS_IN_FLIGHT;
-    if (maxConnects > 0) {
-      const admission = admitConnects(app.server, { path: CONTROL_PATH, max: maxConnects });
-      app.websocketServer.on('connection', (_ws, req) => admission.opened(req));
-    }
+    // With 0 (no limit) it still closes every refused upgrade once answered.
+    const admission = admitConnects(app.server, {
+      path: CONTROL_PATH,
+      max: opts.maxConnectsInFlight ?? CONNECTS_IN_FLIGHT,
+    });
+    app.websocketServer.on('connection', (_ws, req) => admission.opened(req));
     await app.register(nodeRequestRoutes, { hub: nodes, store, agents, presence });
     await app.register(attachRoutes, {
       ...streams,

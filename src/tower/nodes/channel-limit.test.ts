@@ -97,18 +97,24 @@ describe('node connects in flight', () => {
 
   it('frees the place of a connect refused for its credential, though its client keeps the socket', async () => {
     // Refused with 401; the client never hangs up (as an attacker would, to hold the place).
+    let socketClosed = false;
     const status = await new Promise<number>((resolve, reject) => {
       const ws = new WebSocket(`${base.replace('http', 'ws')}${CONTROL_PATH}`, {
         headers: { authorization: 'Bearer svc_not-a-token' },
       });
       ws.once('open', () => reject(new Error('the connect was accepted')));
       ws.once('error', () => {});
-      ws.once('unexpected-response', (_req, res) => {
+      ws.once('unexpected-response', (req, res) => {
+        req.socket?.once('close', () => {
+          socketClosed = true;
+        });
         res.resume();
         resolve(res.statusCode ?? 0);
       });
     });
     expect(status).toBe(401);
+    // The tower hangs up once its answer is sent.
+    await waitFor('the tower to close the refused socket', () => socketClosed);
     const node = (await t.call('POST', '/nodes', { hostname: 'after-refusal' })).body as {
       id: string;
       jwt: string;

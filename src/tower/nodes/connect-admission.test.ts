@@ -94,7 +94,9 @@ describe('admitConnects', () => {
   });
 
   it('closes a connect it refuses once the answer is sent, though the client never hangs up', async () => {
-    const { url } = await start(0);
+    const { url, held } = await start(1);
+    void dial(url('/nodes/connect'));
+    await waitFor('a connect in flight', () => held.length === 1);
     const refusedSockets: Duplex[] = [];
     // Listeners added after the gate see every upgrade, refused ones included.
     server?.on('upgrade', (_req, socket) => refusedSockets.push(socket));
@@ -137,7 +139,22 @@ describe('admitConnects', () => {
       .end('{"code":"x"}');
     expect((await first).status).toBe(401);
     await waitFor('the refused connect to leave', () => gate.inFlight() === 0);
+    // And its socket is closed: no parser reads it any more, the client would keep it forever.
+    await waitFor(
+      'the refused socket to be closed',
+      () => (refusals[0] as ServerResponse).socket === null || sockets[0]?.destroyed === true,
+    );
+    expect(sockets[0]?.destroyed).toBe(true);
     void dial(url);
     await waitFor('the next connect', () => refusals.length === 2);
+
+    // An upgrade of another path refused by its route is closed the same way.
+    const other = dial(url.replace('/nodes/connect', '/events/ws'));
+    await waitFor('the other upgrade', () => refusals.length === 3);
+    (refusals[2] as ServerResponse)
+      .writeHead(403, { 'content-type': 'application/json' })
+      .end('{"code":"forbidden"}');
+    expect((await other).status).toBe(403);
+    await waitFor('the other refused socket to be closed', () => sockets[2]?.destroyed === true);
   });
 });

@@ -10,6 +10,9 @@
 // The gate sits on the server's 'upgrade' event, in front of @fastify/websocket's listener
 // (it runs before the route's hooks, authentication included). A connect counts from its
 // upgrade request until its WebSocket is open, its refusal sent, or its socket closed.
+// Every upgrade refused by its route (401, 403, 503 …), on any path, is closed once its answer
+// is sent: no HTTP parser reads that socket any more, and a client that never hung up would
+// otherwise hold it open.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { problemOf, SvcError } from '../../protocol/errors.js';
@@ -33,8 +36,22 @@ export interface ConnectAdmission {
 const kRelease = Symbol('svc.connectAdmission');
 
 /**
+ * Ends `socket` once the HTTP answer its upgrade got is sent, when that answer refused it
+ * (an upgrade that succeeds answers 101 on the socket itself, never through this response).
+ */
+function closeWhenRefused(socket: Duplex): void {
+  const res = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  res?.once('finish', () => {
+    if (res.statusCode === 101 || socket.destroyed) return;
+    socket.on('error', () => {});
+    socket.end(() => socket.destroy());
+  });
+}
+
+/**
  * Puts the gate in front of the 'upgrade' listeners `server` has now (call it after the
- * WebSocket plugin is registered). Upgrades to other paths than `path` pass untouched.
+ * WebSocket plugin is registered). Upgrades to other paths than `path` pass (closed only once
+ * refused). `max` 0: no limit.
  */
 export function admitConnects(server: Server, opts: { path: string; max?: number }): ConnectAdmission {
   const max = opts.max ?? CONNECTS_IN_FLIGHT;
@@ -56,32 +73,33 @@ export function admitConnects(server: Server, opts: { path: string; max?: number
     'Connection: close\r\n\r\n' +
     body;
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if ((req.url ?? '').split('?', 1)[0] === opts.path) {
-      if (inFlight >= max) {
-        refused++;
-        socket.on('error', () => {});
-        // Closed once answered: a client that never hangs up holds no socket here.
-        socket.end(answer, () => socket.destroy());
-        return;
-      }
-      inFlight++;
-      let done = false;
-      const release = () => {
-        if (done) return;
-        done = true;
-        inFlight--;
-        socket.off('close', release);
-      };
-      (req as IncomingMessage & { [kRelease]?: () => void })[kRelease] = release;
-      socket.once('close', release);
+    if ((req.url ?? '').split('?', 1)[0] !== opts.path) {
       for (const l of inner) l.call(server, req, socket, head);
-      // Refused (401, 403, 503 …): the upgrade's response is sent and the socket may stay
-      // open as long as the client keeps it; the connect is over all the same, or a client
-      // that never hangs up could hold every place.
-      (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage?.once('finish', release);
+      closeWhenRefused(socket);
       return;
     }
+    if (max > 0 && inFlight >= max) {
+      refused++;
+      socket.on('error', () => {});
+      // Closed once answered: a client that never hangs up holds no socket here.
+      socket.end(answer, () => socket.destroy());
+      return;
+    }
+    inFlight++;
+    let done = false;
+    const release = () => {
+      if (done) return;
+      done = true;
+      inFlight--;
+      socket.off('close', release);
+    };
+    (req as IncomingMessage & { [kRelease]?: () => void })[kRelease] = release;
+    socket.once('close', release);
     for (const l of inner) l.call(server, req, socket, head);
+    // Refused (401, 403, 503 …): the connect is over once the answer is sent (and its
+    // socket closed after it), or a client that never hangs up could hold every place.
+    (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage?.once('finish', release);
+    closeWhenRefused(socket);
   });
   return {
     inFlight: () => inFlight,
