@@ -48,11 +48,17 @@ const loadNow = () =>
     .join(' / ');
 const LOAD_AT_START = loadNow();
 const procs = [];
-const dir = mkdtempSync(join(tmpdir(), 'svc-bench-fleet-'));
-const schema = `bench_fleet_${process.pid}_${randomBytes(3).toString('hex')}`;
+/** Each size's directory and schema (dropped as it ends, and at exit). */
+const rounds = [];
 
-function startTower(i, masterKey) {
-  return startReplica({ home: join(dir, `r${i}`), schema, masterKey, procs, nodeArgs: NODE_ARGS });
+function startTower(round, i, masterKey) {
+  return startReplica({
+    home: join(round.dir, `r${i}`),
+    schema: round.schema,
+    masterKey,
+    procs,
+    nodeArgs: NODE_ARGS,
+  });
 }
 
 async function until(what, fn, timeoutMs = 120_000) {
@@ -307,12 +313,30 @@ function describeAttach(list) {
 }
 
 async function main() {
+  const results = [];
+  for (const N of SIZES) results.push(await size(N));
+  checks.orExit();
+  write(results);
+}
+
+/**
+ * One size, on its own: fresh replicas, schema and HAProxy, N nodes registered, then their
+ * channels. A size run after another on the same replicas would carry the heap the earlier
+ * one grew and left (a 1 000-node round before the 5 000 one added 24-36 MiB to each replica).
+ */
+async function size(N) {
+  const round = {
+    dir: mkdtempSync(join(tmpdir(), 'svc-bench-fleet-')),
+    schema: `bench_fleet_${process.pid}_${randomBytes(3).toString('hex')}`,
+  };
+  rounds.push(round);
+  const mine = procs.length;
   const masterKey = randomBytes(32).toString('hex');
-  await sql(`create schema "${schema}"`);
-  const towers = [await startTower(0, masterKey)];
-  towers.push(await startTower(1, masterKey));
+  await sql(`create schema "${round.schema}"`);
+  const towers = [await startTower(round, 0, masterKey)];
+  towers.push(await startTower(round, 1, masterKey));
   const admin = readFileSync(join(towers[0].home, 'tower', 'admin.token'), 'utf8').trim();
-  const lb = await startHaproxy({ dir, backends: towers.map((t) => t.url) });
+  const lb = await startHaproxy({ dir: round.dir, backends: towers.map((t) => t.url) });
   procs.push({ child: lb.child });
   console.log(`fleet: replicas ${towers.map((t) => t.url).join(', ')} behind ${lb.url}`);
 
@@ -321,8 +345,8 @@ async function main() {
   const killMission = (await call(lb.url, admin, 'POST', `/domains/${domain}/m`, { name: 'kill' })).body.id;
   let currentMission = mission;
 
-  console.log(`fleet: registering ${MAX_N} nodes, ${WORKERS} with an agent`);
-  const nodes = Array.from({ length: MAX_N }, (_, i) => ({ i }));
+  console.log(`fleet: N=${N}: registering ${N} nodes, ${WORKERS} with an agent`);
+  const nodes = Array.from({ length: N }, (_, i) => ({ i }));
   await pool(nodes, 16, async (n) => {
     const r = await call(lb.url, admin, 'POST', '/nodes', { hostname: `sim-${n.i}` });
     if (r.status !== 201) throw new Error(`register: ${r.status} ${JSON.stringify(r.body)}`);
@@ -335,92 +359,102 @@ async function main() {
     }
   });
 
-  const results = [];
-  // Every size is measured against the replicas before any channel: a later round's own
-  // "before" would already hold the heap the earlier rounds grew, and flatter its figure.
+  // Against the replicas with every node registered and no channel yet.
+  await sleep(2000); // let the replicas settle
   const rssBefore = towers.map((t) => rssKiB(t.child.pid));
-  for (const N of SIZES) {
-    const last = N === MAX_N;
-    console.log(`fleet: N=${N}`);
-    await sleep(2000); // let the replicas settle (closed channels of the last round)
-    // Workers are spread over the fleet's first nodes; the rest only hold a channel.
-    const fleet = createFleet({ url: lb.url, nodes: nodes.slice(0, N), missionId: () => currentMission });
-    const t0 = performance.now();
-    fleet.connectAll();
-    const progress = setInterval(() => {
-      const st = fleet.stats;
-      console.log(
-        `fleet: N=${N} ${fleet.connected()} connected, ${st.failedAttempts} failed attempts, ${st.refused503} × 503`,
-      );
-    }, 5000);
-    await fleet
-      .until(`${N} nodes connected`, () => fleet.connected() === N, 900_000)
-      .finally(() => clearInterval(progress));
-    const connectMs = Math.max(...fleet.sims.map((s) => s.welcomedAt)) - t0;
-    const failedAttempts = fleet.stats.failedAttempts;
-    checks.exact(`N=${N}: welcomes on first connection`, fleet.stats.welcomes, N + 0);
-    await sleep(2000);
-    const rssAfter = towers.map((t) => rssKiB(t.child.pid));
-    const perChannelKiB = (rssAfter.reduce((a, b) => a + b, 0) - rssBefore.reduce((a, b) => a + b, 0)) / N;
-    // And over the next SETTLE_S seconds, idle but for the workers' polls and the heartbeats:
-    // what the heap grows to between collections counts as much as what the channels hold.
-    let perChannelPeakKiB = perChannelKiB;
-    for (let t = 5; t <= SETTLE_S; t += 5) {
-      await sleep(5000);
-      const rss = towers.map((x) => rssKiB(x.child.pid));
-      const kib = (rss.reduce((a, b) => a + b, 0) - rssBefore.reduce((a, b) => a + b, 0)) / N;
-      perChannelPeakKiB = Math.max(perChannelPeakKiB, kib);
-      console.log(`fleet: N=${N} +${t} s: RSS per channel ${kib.toFixed(1)} KiB`);
-    }
-
-    // task created → claimed, one task at a time, with all N connected.
-    currentMission = mission;
-    const latencies = [];
-    const claimed = [];
-    const pollCallsBefore = fleet.stats.pollClaimCalls;
-    for (let k = 0; k < TASKS; k++) {
-      const t = performance.now();
-      const id = await submit(lb, admin, mission, `claim-${N}-${k}`);
-      await until(`task ${id} claimed`, async () => fleet.stats.claimedAt.has(id), 60_000);
-      latencies.push(fleet.stats.claimedAt.get(id) - t);
-      claimed.push(id);
-    }
-    await until('claimed tasks completed', async () =>
-      claimed.every((id) => fleet.stats.completions.has(id)),
+  const last = N === MAX_N;
+  console.log(`fleet: N=${N}: connecting`);
+  // Workers are spread over the fleet's first nodes; the rest only hold a channel.
+  const fleet = createFleet({ url: lb.url, nodes: nodes.slice(0, N), missionId: () => currentMission });
+  const t0 = performance.now();
+  fleet.connectAll();
+  const progress = setInterval(() => {
+    const st = fleet.stats;
+    console.log(
+      `fleet: N=${N} ${fleet.connected()} connected, ${st.failedAttempts} failed attempts, ${st.refused503} × 503`,
     );
-    for (const id of claimed) checks.exact(`task ${id} completions`, fleet.stats.completions.get(id), 1);
-    const attempts = claimed.map((id) => fleet.stats.claimCallsByTask.get(id) ?? 0);
-    const pollCalls = fleet.stats.pollClaimCalls - pollCallsBefore;
-
-    const cross = await crossReplica(lb, towers, admin, fleet);
-    const r = {
-      N,
-      connectMs,
-      failedAttempts,
-      refused503: fleet.stats.refused503,
-      perChannelKiB,
-      perChannelPeakKiB,
-      rssAfter,
-      claim: stats(latencies),
-      attempts: { ...stats(attempts), mean: attempts.reduce((a, b) => a + b, 0) / attempts.length },
-      pollCalls,
-      sameReq: describeReq(cross.same.req),
-      otherReq: describeReq(cross.other.req),
-      sameAlone: describeReq(cross.alone.same),
-      otherAlone: describeReq(cross.alone.other),
-      sameAttach: describeAttach(cross.same.attach),
-      otherAttach: describeAttach(cross.other.attach),
-      replicas: cross.replicas,
-    };
-    console.log(JSON.stringify(r));
-    results.push(r);
-
-    if (last) r.kill = await killRun(lb, towers, admin, fleet, killMission, (m) => (currentMission = m));
-    await fleet.close();
+  }, 5000);
+  await fleet
+    .until(`${N} nodes connected`, () => fleet.connected() === N, 900_000)
+    .finally(() => clearInterval(progress));
+  const connectMs = Math.max(...fleet.sims.map((s) => s.welcomedAt)) - t0;
+  const failedAttempts = fleet.stats.failedAttempts;
+  checks.exact(`N=${N}: welcomes on first connection`, fleet.stats.welcomes, N + 0);
+  await sleep(2000);
+  const rssAfter = towers.map((t) => rssKiB(t.child.pid));
+  const perChannelKiB = (rssAfter.reduce((a, b) => a + b, 0) - rssBefore.reduce((a, b) => a + b, 0)) / N;
+  // And over the next SETTLE_S seconds, idle but for the workers' polls and the heartbeats:
+  // what the heap grows to between collections counts as much as what the channels hold.
+  let perChannelPeakKiB = perChannelKiB;
+  for (let t = 5; t <= SETTLE_S; t += 5) {
+    await sleep(5000);
+    const rss = towers.map((x) => rssKiB(x.child.pid));
+    const kib = (rss.reduce((a, b) => a + b, 0) - rssBefore.reduce((a, b) => a + b, 0)) / N;
+    perChannelPeakKiB = Math.max(perChannelPeakKiB, kib);
+    console.log(`fleet: N=${N} +${t} s: RSS per channel ${kib.toFixed(1)} KiB`);
   }
 
-  checks.orExit();
-  write(results);
+  // task created → claimed, one task at a time, with all N connected.
+  currentMission = mission;
+  const latencies = [];
+  const claimed = [];
+  const pollCallsBefore = fleet.stats.pollClaimCalls;
+  for (let k = 0; k < TASKS; k++) {
+    const t = performance.now();
+    const id = await submit(lb, admin, mission, `claim-${N}-${k}`);
+    await until(`task ${id} claimed`, async () => fleet.stats.claimedAt.has(id), 60_000);
+    latencies.push(fleet.stats.claimedAt.get(id) - t);
+    claimed.push(id);
+  }
+  await until('claimed tasks completed', async () => claimed.every((id) => fleet.stats.completions.has(id)));
+  for (const id of claimed) checks.exact(`task ${id} completions`, fleet.stats.completions.get(id), 1);
+  const attempts = claimed.map((id) => fleet.stats.claimCallsByTask.get(id) ?? 0);
+  const pollCalls = fleet.stats.pollClaimCalls - pollCallsBefore;
+
+  const cross = await crossReplica(lb, towers, admin, fleet);
+  const r = {
+    N,
+    connectMs,
+    failedAttempts,
+    refused503: fleet.stats.refused503,
+    perChannelKiB,
+    perChannelPeakKiB,
+    rssAfter,
+    claim: stats(latencies),
+    attempts: { ...stats(attempts), mean: attempts.reduce((a, b) => a + b, 0) / attempts.length },
+    pollCalls,
+    sameReq: describeReq(cross.same.req),
+    otherReq: describeReq(cross.other.req),
+    sameAlone: describeReq(cross.alone.same),
+    otherAlone: describeReq(cross.alone.other),
+    sameAttach: describeAttach(cross.same.attach),
+    otherAttach: describeAttach(cross.other.attach),
+    replicas: cross.replicas,
+  };
+  console.log(JSON.stringify(r));
+
+  if (last) r.kill = await killRun(lb, towers, admin, fleet, killMission, (m) => (currentMission = m));
+  await fleet.close();
+  await endRound(round, procs.splice(mine), N);
+  return r;
+}
+
+/** Stops a round's processes (keeping their output with BENCH_FLEET_LOGS) and drops its schema. */
+async function endRound(round, list, tag) {
+  const k = rounds.indexOf(round);
+  if (k >= 0) rounds.splice(k, 1);
+  // BENCH_FLEET_LOGS=DIR keeps what each replica printed (with --trace-gc in
+  // BENCH_FLEET_NODE_ARGS, every collection and its pause).
+  if (process.env.BENCH_FLEET_LOGS) {
+    mkdirSync(process.env.BENCH_FLEET_LOGS, { recursive: true });
+    list.forEach((p, i) => {
+      if (p.output) writeFileSync(join(process.env.BENCH_FLEET_LOGS, `N${tag}-replica-${i}.log`), p.output());
+    });
+  }
+  for (const p of list) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+  await sleep(200);
+  await sql(`drop schema if exists "${round.schema}" cascade`).catch(() => {});
+  rmSync(round.dir, { recursive: true, force: true });
 }
 
 /** kill -9 one replica while tasks stream in; everything must come back and complete once. */
@@ -480,8 +514,9 @@ HAProxy and speaks the control protocol as svcd does (hello, agent_status, node.
 attach dial-back echoing bytes, claim and complete over \`/mcp/call\` on task_ready and a 2 s
 poll), decoding every message with svcd's schemas, reconnecting with svcd's backoff.
 ${WORKERS} of the nodes have an agent in the tasks' domain. Connect: all N dialled at once,
-until the last welcome. RSS per channel: the replicas' RSS 2 s after the last welcome minus
-their RSS before the first size's channels (the nodes registered, no channel yet), over N,
+until the last welcome. Each size runs on its own: fresh replicas, schema and HAProxy, its N
+nodes registered through HAProxy, then their channels. RSS per channel: the replicas' RSS 2 s
+after the last welcome minus their RSS with the nodes registered and no channel yet, over N,
 then every 5 s for ${SETTLE_S} s more (the highest shown): it counts the heap's garbage and
 headroom as well as what the channels hold (\`node bench/fleet/channel-heap.mjs\` splits the
 two). Claim: one \`first_claim\` task at a time, from the POST to the claim answer that
@@ -551,19 +586,8 @@ replicas are in docs/perf-notes.md.
 }
 
 async function cleanup() {
-  // BENCH_FLEET_LOGS=DIR keeps what each replica printed (with --trace-gc in
-  // BENCH_FLEET_NODE_ARGS, every collection and its pause).
-  if (process.env.BENCH_FLEET_LOGS) {
-    mkdirSync(process.env.BENCH_FLEET_LOGS, { recursive: true });
-    procs.forEach((p, i) => {
-      if (p.output) writeFileSync(join(process.env.BENCH_FLEET_LOGS, `replica-${i}.log`), p.output());
-    });
-  }
-  for (const p of procs)
-    if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-  await sleep(200);
-  await sql(`drop schema if exists "${schema}" cascade`).catch(() => {});
-  rmSync(dir, { recursive: true, force: true });
+  const left = procs.splice(0);
+  for (const round of rounds.splice(0)) await endRound(round, left.splice(0), 'left');
 }
 
 main().then(
