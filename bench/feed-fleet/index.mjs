@@ -68,6 +68,15 @@ function replica({ dir, i, schema, masterKey, procs }) {
   return startReplica({ home: join(dir, `r${i}`), schema, masterKey, procs, nodeArgs });
 }
 
+/** The feed streams open on the replica at `url` (its svc_feed_streams gauge). */
+async function feedStreams(url, token) {
+  const res = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+  const text = await res.text();
+  const m = /^svc_feed_streams (\S+)/m.exec(text);
+  if (res.status !== 200 || !m) throw new Error(`GET ${url}/metrics: ${res.status}, no svc_feed_streams`);
+  return Number(m[1]);
+}
+
 async function post(url, token, path, body) {
   const res = await fetch(url + path, {
     method: 'POST',
@@ -128,11 +137,9 @@ async function round(k, mode) {
     const t0 = now();
     await clients.ask('connect');
     const connectS = (now() - t0) / 1000;
-    // Where HAProxy put the streams (its health checks are not sessions).
-    const current = new Map();
-    for (const l of lbs)
-      for (const sv of await l.servers()) current.set(sv.name, (current.get(sv.name) ?? 0) + sv.current);
-    const spread = [...current].map(([name, n]) => `${name} ${n}`);
+    // Where the streams are, as each replica counts them (its /metrics), whichever way they
+    // came (HAProxy, or straight with BENCH_FEED_FLEET_DIRECT).
+    const spread = await Promise.all(towers.map(async (t, i) => `r${i} ${await feedStreams(t.url, admin)}`));
     await sleep(2000);
     const rssIdle = towers.map((t) => rssKiB(t.child.pid));
     console.log(`feed-fleet round ${k}: ${N} subscribers in ${connectS.toFixed(1)} s (${spread.join(', ')})`);

@@ -519,7 +519,8 @@ nodes registered through HAProxy, then their channels. RSS per channel: the repl
 after the last welcome minus their RSS with the nodes registered and no channel yet, over N,
 then every 5 s for ${SETTLE_S} s more (the highest shown): it counts the heap's garbage and
 headroom as well as what the channels hold (\`node bench/fleet/channel-heap.mjs\` splits the
-two). Claim: one \`first_claim\` task at a time, from the POST to the claim answer that
+two), and V8's young generation, which grows to 3 x 16 MiB per replica under any steady load:
+a fixed cost that dominates the figure at small N. Claim: one \`first_claim\` task at a time, from the POST to the claim answer that
 carries it; claim calls per task: every \`claim_mesh_task\` call its task_ready caused (each
 woken worker's, again when it was already claiming, and the claimer's next call, which finds
 the queue empty), besides the poll's calls of those seconds, counted apart. Requests and attach: ${SAMPLES} nodes (attach: a quarter of them, ${ECHOES}
