@@ -246,17 +246,21 @@ export class Authenticator {
       this.cache.delete(n.jwt);
       out.set(headers[i] as string, { ok: false, why });
     };
-    const live: VerifiedNode[] = [];
-    for (const [i, n] of nodes.entries()) {
-      if (this.deps.keys.isActive(n.kid)) live.push(n);
+    // Index loops: an entries() iterator would make a pair per node, every pass.
+    const pairs: string[] = [];
+    for (let i = 0; i < nodes.length; i++) {
+      const n = nodes[i] as VerifiedNode;
+      if (this.deps.keys.isActive(n.kid)) pairs.push(n.pair);
       else refuse(i, `invalid node token: unknown key id ${n.kid}`);
     }
     const stale = new Map<string, string | null>();
-    for (let i = 0; i < live.length; i += RECHECK_BATCH) {
-      for (const r of await this.staleNodes(live.slice(i, i + RECHECK_BATCH))) stale.set(r.id, r.jti);
+    for (let i = 0; i < pairs.length; i += RECHECK_BATCH) {
+      const batch = pairs.length <= RECHECK_BATCH ? pairs : pairs.slice(i, i + RECHECK_BATCH);
+      for (const r of await this.staleNodes(batch)) stale.set(r.id, r.jti);
     }
     const now = this.deps.clock.now();
-    for (const [i, n] of nodes.entries()) {
+    for (let i = 0; i < nodes.length; i++) {
+      const n = nodes[i] as VerifiedNode;
       if (out.has(headers[i] as string)) continue;
       const jti = stale.get(n.sub);
       if (jti !== undefined) {
@@ -271,12 +275,12 @@ export class Authenticator {
   }
 
   /**
-   * Of these verified node JWTs, the nodes whose row is gone (jti null) or names another jti.
-   * The list goes as one JSON text of `[id, jti]` pairs, made of each JWT's pair kept since
-   * it was verified.
+   * Of the nodes of these verified JWTs (each JWT's `[id, jti]` pair, kept since it was
+   * verified), those whose row is gone (jti null) or names another jti. The list goes as one
+   * JSON text.
    */
-  private async staleNodes(nodes: readonly VerifiedNode[]): Promise<{ id: string; jti: string | null }[]> {
-    const pairs = `[${nodes.map((n) => n.pair).join(',')}]`;
+  private async staleNodes(list: readonly string[]): Promise<{ id: string; jti: string | null }[]> {
+    const pairs = `[${list.join(',')}]`;
     const query =
       this.deps.dialect === 'postgres'
         ? sql<{ id: string; jti: string | null }>`
