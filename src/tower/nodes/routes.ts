@@ -60,8 +60,13 @@ export const nodeRequestRoutes = fp(
       // Relayed as the node answered: a node of another version may say more or less.
       serializerCompiler: relayed,
       handler: async (req, reply) => {
-        const row = await loadNode(req.principal, req.params.node_id);
-        const there = await elsewhere(req, row.id);
+        // Where the channel is, asked with the node's row rather than after it: a request that
+        // crosses replicas waits for one store round trip less (a node not found or not
+        // visible is refused all the same, whatever the other lookup said).
+        const [row, there] = await Promise.all([
+          loadNode(req.principal, req.params.node_id),
+          elsewhere(req, req.params.node_id),
+        ]);
         if (there) return forwardRequest(there, req, reply, { ...hop, what: `node ${row.id}` });
         const result = (await hub.request(row.id, 'node.status', {})) as Omit<
           NodeStatus,
@@ -77,7 +82,10 @@ export const nodeRequestRoutes = fp(
       serializerCompiler: relayed,
       handler: async (req, reply) => {
         const params = req.params;
-        const row = await loadNode(req.principal, params.node_id);
+        const [row, there] = await Promise.all([
+          loadNode(req.principal, params.node_id),
+          elsewhere(req, params.node_id),
+        ]);
         // Same rule as attach: an enrolled agent must be on this node and in a visible domain;
         // one only in the node's agents.toml is for credentials that see every domain.
         const enrolled = await agents(deps.store.db, params.agent_id);
@@ -85,7 +93,6 @@ export const nodeRequestRoutes = fp(
           throw new SvcError('agent_not_found', `agent ${params.agent_id} is not on node ${row.id}`);
         if (enrolled ? !canSeeDomain(req.principal, enrolled.domain_id) : req.principal.domains !== null)
           throw new SvcError('agent_not_found', `agent ${params.agent_id} not found`);
-        const there = await elsewhere(req, row.id);
         if (there) return forwardRequest(there, req, reply, { ...hop, what: `node ${row.id}` });
         const { action } = req.body;
         return (await hub.request(row.id, `agent.${action}`, { id: params.agent_id })) as AgentStatus;
