@@ -176,7 +176,7 @@ export class Authenticator {
   /**
    * Re-checks the credentials of open connections past the cache, so that a revocation made
    * on any replica shows at once. A node JWT verified before is not verified again: its key
-   * must still be active, and its node's row must still name its jti, read for all of them
+   * must still be active, and its node's row must still name its jti, asked for all of them
    * with one query per RECHECK_BATCH nodes (a fleet's channels would otherwise cost a
    * signature check and a query each, every pass). Other credentials: one lookup each.
    */

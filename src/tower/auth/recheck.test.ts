@@ -68,6 +68,22 @@ describe.each(STORES)('re-checking open connections’ credentials (%s)', (store
     await expect(auth.fromHeader(bearer(gone.jwt))).rejects.toThrow(/not registered/);
   });
 
+  it('keeps refusing a rotated JWT on later passes, though its header was re-checked before', async () => {
+    const n = await register(`recheck-again-${store}`);
+    await auth.fromHeader(bearer(n.jwt));
+    // Two good passes: the header's node JWT is remembered between them.
+    for (let i = 0; i < 2; i++)
+      expect((await auth.recheck([bearer(n.jwt)])).get(bearer(n.jwt))).toEqual({ ok: true });
+    await register(`recheck-again-${store}`, true);
+    const rotated = {
+      ok: false,
+      why: 'node token was rotated by a later registration: use the new node.json',
+    };
+    expect((await auth.recheck([bearer(n.jwt)])).get(bearer(n.jwt))).toEqual(rotated);
+    expect((await auth.recheck([bearer(n.jwt)])).get(bearer(n.jwt))).toEqual(rotated);
+    await expect(auth.fromHeader(bearer(n.jwt))).rejects.toThrow(/rotated/);
+  });
+
   it('refuses the JWTs of a retired signing key at the next re-check', async () => {
     const n = await register(`recheck-retired-${store}`);
     await auth.fromHeader(bearer(n.jwt));
