@@ -289,7 +289,16 @@ const byMode = LB_MODES.map((mode) => ({
   p99: med((r) => r.p99, mode),
   postP99: med((r) => r.postP99, mode),
   postP50: med((r) => r.postP50, mode),
+  usPerWrite: med((r) => r.machineUsPerWrite, mode),
 }));
+// What the machine allows: writes a second its cores can make at the measured cost of one,
+// against what pages every 100 ms to every stream would take.
+const ceiling = byMode
+  .map(
+    (m) =>
+      `${modeName(m.mode)}: ${fmt(m.usPerWrite)} µs a write, at most ${Math.round((os.cpus().length * 1e6) / m.usPerWrite)} writes/s`,
+  )
+  .join('; ');
 const modeName = (m) => (m === 'tcp' ? 'HAProxy mode tcp' : 'HAProxy mode http');
 const table = [
   '| HAProxy | round | subscribers (per replica) | events/s | delivered / expected | p50 ms | p99 ms | publish answered p50 / p99 ms | POST /approvals p50 / p99 ms | subscribers’ loop lag p99 ms, sampled / counting | CPU % r0 / r1 / HAProxy / subscribers | fan-out pages/s r0 / r1 | stream writes/s | machine busy %, µs per write |',
@@ -344,6 +353,8 @@ events/s: ${byMode
         `${modeName(m.mode)} ${scaled ? 'not judged (scaled-down run)' : m.p99 < TARGET_P99_MS ? 'met' : 'not met'} (${fmt(m.p99)} ms${ROUNDS > 1 ? ', median of the rounds' : ''}; POST /approvals p99 during the run ${fmt(m.postP99)} ms)`,
     )
     .join('; ')}.
+What this machine allows (${ceiling}): a page every 100 ms to each of ${N} streams would be
+${N * 10} writes/s (docs/perf-notes.md, "what one feed write costs the machine").
 `,
   byMode.flatMap((m) => [
     {
