@@ -83,7 +83,7 @@ function hopRequest(
       agent: url.protocol === 'https:' ? agents['https:'] : agents['http:'],
     });
     const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    req.once('error', (e) => {
+    req.on('error', (e) => {
       clearTimeout(timer);
       reject(e);
     });
@@ -95,7 +95,7 @@ function hopRequest(
         resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) });
       });
       // A connection lost mid-answer (or the deadline) errors the answer too.
-      res.once('error', (e) => {
+      res.on('error', (e) => {
         clearTimeout(timer);
         reject(e);
       });
@@ -118,7 +118,7 @@ export async function forwardRequest(
   let res: HopAnswer;
   try {
     res = await hopRequest(
-      new URL(req.url, to.address),
+      new URL(`${to.address}${req.url}`),
       {
         method: req.method,
         headers: hopHeaders(req, req.headers.authorization),
