@@ -9,17 +9,24 @@ import { openStore, type Store } from '../store/open.js';
 import { Authenticator, type Recheck } from './authenticate.js';
 import { SigningKeys } from './signing-keys.js';
 
+const bearer = (jwt: string) => `Bearer ${jwt}`;
+
+/** Registers a node on the test tower (again with `force`: its JWT rotates). */
+async function registerNode(
+  t: TestTower,
+  hostname: string,
+  force = false,
+): Promise<{ id: string; jwt: string }> {
+  const res = await t.call('POST', '/nodes', { hostname, ...(force ? { force: true } : {}) });
+  return res.body as { id: string; jwt: string };
+}
+
 describe.each(STORES)('re-checking open connections’ credentials (%s)', (store) => {
   let t: TestTower;
   let keys: SigningKeys;
   let auth: Authenticator;
   const clock = new FakeClock(Date.parse('2026-11-27T10:00:00Z'));
-  const bearer = (jwt: string) => `Bearer ${jwt}`;
-  const register = async (hostname: string, force = false) =>
-    (await t.call('POST', '/nodes', { hostname, ...(force ? { force: true } : {}) })).body as {
-      id: string;
-      jwt: string;
-    };
+  const register = (hostname: string, force = false) => registerNode(t, hostname, force);
 
   beforeAll(async () => {
     t = await startTestTower(store, { clock });
@@ -112,12 +119,7 @@ describe('re-checking node JWTs while PostgreSQL refuses or hangs', () => {
   let proxied: Store;
   let auth: Authenticator;
   const clock = new FakeClock(Date.parse('2026-11-28T10:00:00Z'));
-  const bearer = (jwt: string) => `Bearer ${jwt}`;
-  const register = async (hostname: string, force = false) =>
-    (await t.call('POST', '/nodes', { hostname, ...(force ? { force: true } : {}) })).body as {
-      id: string;
-      jwt: string;
-    };
+  const register = (hostname: string, force = false) => registerNode(t, hostname, force);
 
   beforeAll(async () => {
     t = await startTestTower('postgres', { clock });
