@@ -68,13 +68,36 @@ function replica({ dir, i, schema, masterKey, procs }) {
   return startReplica({ home: join(dir, `r${i}`), schema, masterKey, procs, nodeArgs });
 }
 
-/** The feed streams open on the replica at `url` (its svc_feed_streams gauge). */
-async function feedStreams(url, token) {
+/** Values of the named series on the replica at `url` (its /metrics; each must be there). */
+async function metricValues(url, token, names) {
   const res = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
   const text = await res.text();
-  const m = /^svc_feed_streams (\S+)/m.exec(text);
-  if (res.status !== 200 || !m) throw new Error(`GET ${url}/metrics: ${res.status}, no svc_feed_streams`);
-  return Number(m[1]);
+  return names.map((name) => {
+    const m = new RegExp(`^${name} (\\S+)`, 'm').exec(text);
+    if (res.status !== 200 || !m) throw new Error(`GET ${url}/metrics: ${res.status}, no ${name}`);
+    return Number(m[1]);
+  });
+}
+
+/** The feed streams open on the replica at `url` (its svc_feed_streams gauge). */
+async function feedStreams(url, token) {
+  return (await metricValues(url, token, ['svc_feed_streams']))[0];
+}
+
+/** Live fan-out so far on the replica at `url`: pages read and writes to streams. */
+async function fanOut(url, token) {
+  const [pages, writes] = await metricValues(url, token, [
+    'svc_feed_fanout_pages_total',
+    'svc_feed_fanout_writes_total',
+  ]);
+  return { pages, writes };
+}
+
+/** The whole machine's busy CPU time so far, in core-seconds (/proc/stat: all but idle and iowait). */
+function machineBusyS() {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const total = f.reduce((a, b) => a + b, 0);
+  return (total - (f[3] ?? 0) - (f[4] ?? 0)) / 100;
 }
 
 async function post(url, token, path, body) {
@@ -160,6 +183,8 @@ async function round(k, mode) {
       ...clients.children.map((c) => c.pid),
     ];
     const cpu0 = pids.map(cpuMs);
+    const fan0 = await Promise.all(towers.map((t) => fanOut(t.url, admin)));
+    const busy0 = machineBusyS();
     const probe =
       probeDomainId === null
         ? null
@@ -173,6 +198,12 @@ async function round(k, mode) {
     const posted = probe ? await probe.stop() : null;
     const wall = (now() - start) / 1000;
     const cpu = pids.map((pid, i) => (100 * (cpuMs(pid) - (cpu0[i] ?? 0))) / 1000 / wall);
+    const busyS = machineBusyS() - busy0;
+    const fan = (await Promise.all(towers.map((t) => fanOut(t.url, admin)))).map((f, i) => ({
+      pages: f.pages - (fan0[i]?.pages ?? 0),
+      writes: f.writes - (fan0[i]?.writes ?? 0),
+    }));
+    const writes = fan.reduce((a, f) => a + f.writes, 0);
     checkStep(checks, `round ${k}`, await clients.ask('stats'), sent - failed, N);
     if (posted) {
       checks.exact(`round ${k}: POST /approvals answered 201`, posted.created, posted.sent);
@@ -204,6 +235,12 @@ async function round(k, mode) {
       connectS,
       spread,
       rssPerSubKiB: (rssIdle.reduce((a, b) => a + b, 0) - rssBefore.reduce((a, b) => a + b, 0)) / N,
+      // Each replica's passes a second, the writes to streams a second (both), and what the
+      // whole machine spent per write: every process and the kernel's loopback work.
+      pagesPerS: fan.map((f) => f.pages / wall),
+      writesPerS: writes / wall,
+      machineBusyPct: (100 * busyS) / wall / os.cpus().length,
+      machineUsPerWrite: writes > 0 ? (busyS * 1e6) / writes : Number.NaN,
       cpu: {
         r0: cpu[0],
         r1: cpu[1],
@@ -252,14 +289,23 @@ const byMode = LB_MODES.map((mode) => ({
   p99: med((r) => r.p99, mode),
   postP99: med((r) => r.postP99, mode),
   postP50: med((r) => r.postP50, mode),
+  usPerWrite: med((r) => r.machineUsPerWrite, mode),
 }));
+// What the machine allows: writes a second its cores can make at the measured cost of one,
+// against what pages every 100 ms to every stream would take.
+const ceiling = byMode
+  .map(
+    (m) =>
+      `${modeName(m.mode)}: ${fmt(m.usPerWrite)} µs a write, at most ${Math.round((os.cpus().length * 1e6) / m.usPerWrite)} writes/s`,
+  )
+  .join('; ');
 const modeName = (m) => (m === 'tcp' ? 'HAProxy mode tcp' : 'HAProxy mode http');
 const table = [
-  '| HAProxy | round | subscribers (per replica) | events/s | delivered / expected | p50 ms | p99 ms | publish answered p50 / p99 ms | POST /approvals p50 / p99 ms | subscribers’ loop lag p99 ms, sampled / counting | CPU % r0 / r1 / HAProxy / subscribers |',
-  '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|',
+  '| HAProxy | round | subscribers (per replica) | events/s | delivered / expected | p50 ms | p99 ms | publish answered p50 / p99 ms | POST /approvals p50 / p99 ms | subscribers’ loop lag p99 ms, sampled / counting | CPU % r0 / r1 / HAProxy / subscribers | fan-out pages/s r0 / r1 | stream writes/s | machine busy %, µs per write |',
+  '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---|',
   ...runs.map(
     (r) =>
-      `| ${r.mode} | ${r.round + 1} | ${r.n} (${r.spread.join(', ')}) | ${r.rate} | ${r.delivered} / ${r.expected} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.publishP50)} / ${fmt(r.publishP99)} | ${fmt(r.postP50)} / ${fmt(r.postP99)} (${r.posts}) | ${fmt(r.lagP99)} / ${fmt(r.countingLagP99)} | ${[r.cpu.r0, r.cpu.r1, r.cpu.haproxy, r.cpu.subscribers].map((x) => x.toFixed(0)).join(' / ')} |`,
+      `| ${r.mode} | ${r.round + 1} | ${r.n} (${r.spread.join(', ')}) | ${r.rate} | ${r.delivered} / ${r.expected} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.publishP50)} / ${fmt(r.publishP99)} | ${fmt(r.postP50)} / ${fmt(r.postP99)} (${r.posts}) | ${fmt(r.lagP99)} / ${fmt(r.countingLagP99)} | ${[r.cpu.r0, r.cpu.r1, r.cpu.haproxy, r.cpu.subscribers].map((x) => x.toFixed(0)).join(' / ')} | ${r.pagesPerS.map((x) => x.toFixed(1)).join(' / ')} | ${r.writesPerS.toFixed(0)} | ${r.machineBusyPct.toFixed(0)} %, ${fmt(r.machineUsPerWrite)} |`,
   ),
 ];
 const scaled = N !== 10_000 || RATE !== 100;
@@ -288,7 +334,12 @@ delivered, \`POST /approvals\` goes through HAProxy at ${PROBE_RATE} requests/s,
 before it is sent to the end of its answer, each answered 201 (checked): the replicas'
 latency for requests while their streams are written. CPU % is the share of one core each
 process used over the step: on a loaded machine the replicas get less than they ask for and
-latency measures that wait (compare the CPU % with the load average). ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} per
+latency measures that wait (compare the CPU % with the load average). Fan-out pages are each
+replica's pages of new events handed to its streams a second, stream writes the pages handed
+to one stream each (both from the replicas' /metrics: \`svc_feed_fanout_*_total\`), and the
+machine's busy share (/proc/stat, all ${os.cpus().length} cores) over the step divided by those writes is what one
+write cost the whole machine: the replica's write, HAProxy's read and write, the
+subscriber's read and the kernel's loopback work between them. ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} per
 HAProxy mode (${LB_MODES.join(', ')}), each with fresh replicas and HAProxy: \`http\` reads every
 request and response and balances each request; \`tcp\` balances connections and passes their
 bytes through (docs/operations.md, "Replicas behind a load balancer").
@@ -302,6 +353,8 @@ events/s: ${byMode
         `${modeName(m.mode)} ${scaled ? 'not judged (scaled-down run)' : m.p99 < TARGET_P99_MS ? 'met' : 'not met'} (${fmt(m.p99)} ms${ROUNDS > 1 ? ', median of the rounds' : ''}; POST /approvals p99 during the run ${fmt(m.postP99)} ms)`,
     )
     .join('; ')}.
+What this machine allows (${ceiling}): a page every 100 ms to each of ${N} streams would be
+${N * 10} writes/s (docs/perf-notes.md, "what one feed write costs the machine").
 `,
   byMode.flatMap((m) => [
     {

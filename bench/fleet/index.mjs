@@ -211,11 +211,25 @@ async function submit(lb, admin, missionId, title, extra = {}) {
       throw new Error(`submit: ${r.status} ${JSON.stringify(r.body)}`);
     } catch (e) {
       if (attempt >= 10 || /^submit:/.test(e.message)) throw e;
-      // The POST may have committed before its replica died: look for the title first.
-      const found = (await listTasks(lb, admin, missionId).catch(() => [])).find((t) => t.title === title);
+      // The POST may have committed before its replica died, and its commit may become
+      // visible only after this error reaches us (PostgreSQL finishes a COMMIT it received,
+      // WAL flush included, before it notices the client is gone): once, a task looked for
+      // at once was not there yet and was created twice. So look for its title for a while
+      // before creating it again.
+      const found = await lookFor(lb, admin, missionId, title, 2000);
+      console.log(`fleet: submit ${title}: ${e.message}; ${found ? 'it was created' : 'not created: again'}`);
       if (found) return found.id;
-      await sleep(200);
     }
+  }
+}
+
+/** The mission's task titled `title`, looked for until it appears or `ms` have passed. */
+async function lookFor(lb, admin, missionId, title, ms) {
+  const deadline = performance.now() + ms;
+  for (;;) {
+    const found = (await listTasks(lb, admin, missionId).catch(() => [])).find((t) => t.title === title);
+    if (found || performance.now() > deadline) return found;
+    await sleep(250);
   }
 }
 

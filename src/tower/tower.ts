@@ -259,6 +259,7 @@ export async function createTower(opts: TowerOptions): Promise<Tower> {
     };
     const feedStats = new FeedStats();
     feedStats.register(metrics.registry);
+    feedStats.countFanOut(() => hub.fanOut);
     const app = await buildApp(
       { clock, log, bodyLimitBytes: opts.bodyLimitBytes ?? 1024 * 1024, auth, rateLimiter, authFailures },
       {

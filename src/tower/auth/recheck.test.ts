@@ -2,22 +2,31 @@
 // checked in bulk (no second signature check, one query for many nodes), with the same
 // verdicts a fresh lookup gives.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type FaultProxy, startFaultProxy } from '../../../test/support/fault-proxy.js';
 import { STORES, startTestTower, type TestTower } from '../../../test/support/tower.js';
 import { FakeClock } from '../../lib/clock.js';
-import { Authenticator } from './authenticate.js';
+import { openStore, type Store } from '../store/open.js';
+import { Authenticator, type Recheck } from './authenticate.js';
 import { SigningKeys } from './signing-keys.js';
+
+const bearer = (jwt: string) => `Bearer ${jwt}`;
+
+/** Registers a node on the test tower (again with `force`: its JWT rotates). */
+async function registerNode(
+  t: TestTower,
+  hostname: string,
+  force = false,
+): Promise<{ id: string; jwt: string }> {
+  const res = await t.call('POST', '/nodes', { hostname, ...(force ? { force: true } : {}) });
+  return res.body as { id: string; jwt: string };
+}
 
 describe.each(STORES)('re-checking open connections’ credentials (%s)', (store) => {
   let t: TestTower;
   let keys: SigningKeys;
   let auth: Authenticator;
   const clock = new FakeClock(Date.parse('2026-11-27T10:00:00Z'));
-  const bearer = (jwt: string) => `Bearer ${jwt}`;
-  const register = async (hostname: string, force = false) =>
-    (await t.call('POST', '/nodes', { hostname, ...(force ? { force: true } : {}) })).body as {
-      id: string;
-      jwt: string;
-    };
+  const register = (hostname: string, force = false) => registerNode(t, hostname, force);
 
   beforeAll(async () => {
     t = await startTestTower(store, { clock });
@@ -98,5 +107,65 @@ describe.each(STORES)('re-checking open connections’ credentials (%s)', (store
     await clock.advance(500);
     const v = await auth.recheck([bearer(n.jwt)]);
     expect(v.get(bearer(n.jwt))).toEqual({ ok: false, why: `invalid node token: unknown key id ${current}` });
+  });
+});
+
+// The store refusing or hanging is not a revocation: every open connection's verdict is
+// 'unknown' (the credential watch keeps the streams and warns), within the store's deadline,
+// and the first pass after it answers again gives the real verdicts.
+describe('re-checking node JWTs while PostgreSQL refuses or hangs', () => {
+  let t: TestTower;
+  let proxy: FaultProxy;
+  let proxied: Store;
+  let auth: Authenticator;
+  const clock = new FakeClock(Date.parse('2026-11-28T10:00:00Z'));
+  const register = (hostname: string, force = false) => registerNode(t, hostname, force);
+
+  beforeAll(async () => {
+    t = await startTestTower('postgres', { clock });
+    const url = new URL(t.databaseUrl as string);
+    proxy = await startFaultProxy({ host: url.hostname, port: Number(url.port || 5432) });
+    url.host = `127.0.0.1:${proxy.port}`;
+    proxied = await openStore({
+      database: url.toString(),
+      dataDir: t.dataDir,
+      timeouts: { connectTimeoutMs: 1000, statementTimeoutMs: 300 },
+    });
+    const keys = new SigningKeys(proxied.db, proxied.dialect, clock);
+    auth = new Authenticator({ db: proxied.db, dialect: proxied.dialect, clock, keys, oidc: null });
+  });
+  afterAll(async () => {
+    await proxied?.close();
+    await proxy?.close();
+    await t?.close();
+  });
+
+  it('answers unknown for every node, refuses none, and gives real verdicts once the store is back', async () => {
+    const nodes = await Promise.all(['a', 'b'].map((h) => register(`recheck-fault-${h}`)));
+    for (const n of nodes) expect((await auth.fromHeader(bearer(n.jwt))).nodeId).toBe(n.id);
+    const headers = nodes.map((n) => bearer(n.jwt));
+    const unknownFor = (v: Map<string, Recheck>) => headers.map((h) => v.get(h)?.ok);
+
+    // Refused: the open connections reset, new ones refused.
+    proxy.reset();
+    await proxy.refuse();
+    expect(unknownFor(await auth.recheck(headers))).toEqual(['unknown', 'unknown']);
+
+    // Hanging: connections open but nothing answers; the pass ends at the statement deadline.
+    await proxy.accept();
+    proxy.stall();
+    expect(unknownFor(await auth.recheck(headers))).toEqual(['unknown', 'unknown']);
+
+    // Node b re-registers while this replica cannot see it; once the store answers, the
+    // next pass keeps a and refuses b's old JWT.
+    await register('recheck-fault-b', true);
+    proxy.reset();
+    proxy.resume();
+    const v = await auth.recheck(headers);
+    expect(v.get(headers[0] as string)).toEqual({ ok: true });
+    expect(v.get(headers[1] as string)).toEqual({
+      ok: false,
+      why: 'node token was rotated by a later registration: use the new node.json',
+    });
   });
 });

@@ -60,6 +60,7 @@ describe('feed hub fan-out by view', () => {
       hub.subscribe(principal('admin', null), { domainIds: ['dom_a'], types: ['progress'] }, null, onlyA),
       hub.subscribe(principal('tok_b', ['dom_b']), {}, null, domainB),
     ]);
+    const before = hub.fanOut;
     await t.tower.write(async (tx) => {
       for (const domain_id of ['dom_a', 'dom_b', null, 'dom_a']) {
         tx.emit({ type: 'progress', domain_id, mission_id: null, agent_id: null, status: null, payload: {} });
@@ -79,6 +80,12 @@ describe('feed hub fan-out by view', () => {
     expect(flat(domainB)).toEqual(['dom_b']);
     const ids = all1.got.flat().map((e) => BigInt(e.id));
     expect(ids).toEqual([...ids].sort((a, b) => (a < b ? -1 : 1)));
+    // Counted for /metrics: each page read, and each hand-over (a write) to a stream.
+    const after = hub.fanOut;
+    expect(after.pages - before.pages).toBe(all1.got.length);
+    expect(after.writes - before.writes).toBe(
+      [all1, all2, onlyA, domainB].reduce((n, s) => n + s.got.length, 0),
+    );
     for (const s of subs) s.close();
   });
 

@@ -140,6 +140,8 @@ export class FeedHub {
   private lastReadAt = 0;
   private lastPassCpuMs = 0;
   private read = 0;
+  private passes = 0;
+  private writes = 0;
   private stopped = false;
   private readFailing = false;
   private poll: TimerHandle | null = null;
@@ -160,6 +162,15 @@ export class FeedHub {
   /** Events read from the table for live delivery since start (none while nobody subscribes). */
   get eventsRead(): number {
     return this.read;
+  }
+
+  /**
+   * Live fan-out since start: pages handed out (one per pass, more when a pass reads several)
+   * and the hand-overs to streams (each a write on its socket). With thousands of streams the
+   * writes, not the events, are what fan-out costs.
+   */
+  get fanOut(): { pages: number; writes: number } {
+    return { pages: this.passes, writes: this.writes };
   }
 
   async start(): Promise<void> {
@@ -365,6 +376,7 @@ export class FeedHub {
       const first = BigInt(page[0]?.id ?? 0);
       const last = BigInt(page[page.length - 1]?.id ?? 0);
       this.head = last;
+      this.passes++;
       // What each view sees of this page, worked out once per view: every subscriber of a
       // view gets the same array, so its frames are made once (feed/frames.ts).
       const views = new Map<string, FeedEvent[]>();
@@ -394,6 +406,7 @@ export class FeedHub {
           visible = page.filter((ev) => FeedHub.matches(sub.principal, sub.filter, ev));
           views.set(sub.view, visible);
         }
+        if (visible.length > 0) this.writes++;
         this.handOver(sub, visible);
       }
       if (page.length < PAGE) return n;

@@ -1,6 +1,7 @@
 // What the feed's streams hold in memory, as Prometheus metrics: bytes written to streams but
 // not yet taken by the socket (per stream and in total), the largest such backlog any stream
-// reached, consumers cut off for not reading, and replays that waited for their consumer.
+// reached, consumers cut off for not reading, and replays that waited for their consumer;
+// and the live fan-out's pages and the writes they took.
 // These make "a stalled consumer costs bounded memory" observable without timing.
 import { Counter, Gauge, type Registry } from 'prom-client';
 
@@ -12,6 +13,12 @@ export class FeedStats {
   private readonly streams = new Set<() => number>();
   private readonly cutOff = { sse: 0, ws: 0 };
   private readonly replayWaits = { sse: 0, ws: 0 };
+  private fanOut: () => { pages: number; writes: number } = () => ({ pages: 0, writes: 0 });
+
+  /** Where the live fan-out's counts come from (the replica's feed hub). */
+  countFanOut(source: () => { pages: number; writes: number }): void {
+    this.fanOut = source;
+  }
 
   /** Watches an open stream; `unsent` reports its current backlog. Returns the unwatch. */
   track(unsent: () => number): () => void {
@@ -98,6 +105,24 @@ export class FeedStats {
         this.reset();
         this.inc({ transport: 'sse' }, stats.replayWaits.sse);
         this.inc({ transport: 'ws' }, stats.replayWaits.ws);
+      },
+    });
+    new Counter({
+      name: 'svc_feed_fanout_pages_total',
+      help: 'Pages of new events this replica read and handed to its open feed streams',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(stats.fanOut().pages);
+      },
+    });
+    new Counter({
+      name: 'svc_feed_fanout_writes_total',
+      help: 'Pages handed to one feed stream each (one socket write each): what fan-out costs with many streams',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(stats.fanOut().writes);
       },
     });
   }
