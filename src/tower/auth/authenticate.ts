@@ -262,9 +262,12 @@ export class Authenticator {
     for (let i = 0; i < nodes.length; i++) {
       const n = nodes[i] as VerifiedNode;
       if (out.has(headers[i] as string)) continue;
+      // A node's row comes back when any JWT of that node in this pass is stale (the old one,
+      // while its replacement's channel is open too): it refuses only the JWTs it does not name.
       const jti = stale.get(n.sub);
-      if (jti !== undefined) {
-        refuse(i, nodeRefusal(jti === null ? undefined : { jti }, n) ?? 'node token was rotated');
+      const refused = jti === undefined ? null : nodeRefusal(jti === null ? undefined : { jti }, n);
+      if (refused !== null) {
+        refuse(i, refused);
         continue;
       }
       out.set(headers[i] as string, STILL_GOOD);

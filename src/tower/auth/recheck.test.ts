@@ -77,6 +77,19 @@ describe.each(STORES)('re-checking open connections’ credentials (%s)', (store
     await expect(auth.fromHeader(bearer(gone.jwt))).rejects.toThrow(/not registered/);
   });
 
+  it('keeps a node’s new JWT and refuses its old one when both are re-checked in one pass', async () => {
+    const old = await register(`recheck-both-${store}`);
+    await auth.fromHeader(bearer(old.jwt));
+    const fresh = await register(`recheck-both-${store}`, true);
+    await auth.fromHeader(bearer(fresh.jwt));
+    const v = await auth.recheck([bearer(old.jwt), bearer(fresh.jwt)]);
+    expect(v.get(bearer(old.jwt))).toEqual({
+      ok: false,
+      why: 'node token was rotated by a later registration: use the new node.json',
+    });
+    expect(v.get(bearer(fresh.jwt))).toEqual({ ok: true });
+  });
+
   it('keeps refusing a rotated JWT on later passes, though its header was re-checked before', async () => {
     const n = await register(`recheck-again-${store}`);
     await auth.fromHeader(bearer(n.jwt));

@@ -331,7 +331,7 @@ export class FeedHub {
    * Sends `sub` the events of `events` (id order) after its last sent id that it may see.
    * Returns false when the subscriber was cut off.
    */
-  private sendMany(sub: Sub, events: readonly FeedEvent[]): boolean {
+  private sendMany(sub: Sub, events: readonly FeedEvent[], live = false): boolean {
     const visible: FeedEvent[] = [];
     for (const ev of events) {
       const id = BigInt(ev.id);
@@ -339,7 +339,7 @@ export class FeedHub {
       sub.lastSent = id;
       if (FeedHub.matches(sub.principal, sub.filter, ev)) visible.push(ev);
     }
-    return this.handOver(sub, visible);
+    return this.handOver(sub, visible, live);
   }
 
   /**
@@ -354,8 +354,11 @@ export class FeedHub {
     return sub.open;
   }
 
-  private handOver(sub: Sub, events: readonly FeedEvent[]): boolean {
-    if (events.length === 0 || sub.sink.deliver(events)) return true;
+  /** `live`: a hand-over of live fan-out, counted in fanOut.writes. */
+  private handOver(sub: Sub, events: readonly FeedEvent[], live = false): boolean {
+    if (events.length === 0) return true;
+    if (live) this.writes++;
+    if (sub.sink.deliver(events)) return true;
     this.end(sub, 'overflow');
     return false;
   }
@@ -397,7 +400,7 @@ export class FeedHub {
         }
         if (sub.lastSent >= first) {
           // It switched from replay to live having read some of this page from the table.
-          this.sendMany(sub, page);
+          this.sendMany(sub, page, true);
           continue;
         }
         sub.lastSent = last;
@@ -406,8 +409,7 @@ export class FeedHub {
           visible = page.filter((ev) => FeedHub.matches(sub.principal, sub.filter, ev));
           views.set(sub.view, visible);
         }
-        if (visible.length > 0) this.writes++;
-        this.handOver(sub, visible);
+        this.handOver(sub, visible, true);
       }
       if (page.length < PAGE) return n;
       // Let the streams write this page before the next one is read: what one stream holds
